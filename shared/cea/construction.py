@@ -1,0 +1,173 @@
+"""CEL → VCEA → CEA, by induction on the formula (CORE Appendix A).
+
+Follows the paper's construction with the errata of the research notes:
+
+* ``ψ+`` gets a TRUE/∅ skip self-loop on its fresh state, as ``ψ1 ; ψ2`` has on
+  ψ2's initial states; without it iteration would be contiguous, contradicting
+  ``φ+ = φ ∪ φ;φ+`` with non-contiguous sequencing.
+* ``φ FILTER θ1 OR θ2`` is ``(φ FILTER θ1) OR (φ FILTER θ2)`` and
+  ``φ FILTER θ1 AND θ2`` is ``(φ FILTER θ1) FILTER θ2`` (CORE §2.1 shorthands):
+  filters are universally quantified over the events bound to a variable, so a
+  disjunction of filters cannot be pushed into one transition guard.
+
+The result has linear size in the formula except for filter disjunctions,
+which copy the filtered sub-automaton.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+from shared.cea.automaton import CEA, TRUE, VCEA, Guard, Transition, VTransition
+from shared.ceql import ast
+
+
+class AtomTable:
+    """Interns filter predicates so that equal ``P`` share one bit of the bit vector."""
+
+    def __init__(self) -> None:
+        self.preds: list[ast.Pred] = []
+        self._index: dict[ast.Pred, int] = {}
+
+    def intern(self, pred: ast.Pred) -> int:
+        if pred not in self._index:
+            self._index[pred] = len(self.preds)
+            self.preds.append(pred)
+        return self._index[pred]
+
+
+class _Builder:
+    def __init__(self, atoms: AtomTable) -> None:
+        self.atoms = atoms
+        self._ids: Iterator[int] = itertools.count(1)  # 0 is reserved for q0
+
+    def fresh(self) -> int:
+        return next(self._ids)
+
+    def build(self, phi: ast.Formula) -> VCEA:
+        if isinstance(phi, ast.EventType):
+            q1, q2 = self.fresh(), self.fresh()
+            return VCEA([VTransition(q1, Guard(phi.name), frozenset({phi.name}), q2)], {q1}, {q2})
+        if isinstance(phi, ast.As):
+            a = self.build(phi.formula)
+            a.transitions = [
+                VTransition(t.source, t.guard, t.labels | {phi.var}, t.target) if t.labels else t
+                for t in a.transitions
+            ]
+            return a
+        if isinstance(phi, ast.Filter):
+            return self._filter(phi.formula, phi.filter)
+        if isinstance(phi, ast.Or):
+            return self._union(self.build(phi.left), self.build(phi.right))
+        if isinstance(phi, ast.Seq):
+            return self._sequence(self.build(phi.left), self.build(phi.right))
+        if isinstance(phi, ast.Plus):
+            return self._plus(self.build(phi.formula))
+        raise TypeError(f"not a CEL formula: {phi!r}")
+
+    def _filter(self, phi: ast.Formula, theta: ast.FilterExpr) -> VCEA:
+        if isinstance(theta, ast.FilterOr):
+            return self._union(self._filter(phi, theta.left), self._filter(phi, theta.right))
+        if isinstance(theta, ast.FilterAnd):
+            return self._filter(ast.Filter(phi, theta.left), theta.right)
+        a = self.build(phi)
+        atom = self.atoms.intern(theta.pred)
+        a.transitions = [
+            VTransition(t.source, t.guard.conjoin(atom), t.labels, t.target)
+            if theta.var in t.labels
+            else t
+            for t in a.transitions
+        ]
+        return a
+
+    @staticmethod
+    def _union(a: VCEA, b: VCEA) -> VCEA:
+        return VCEA(a.transitions + b.transitions, a.initial | b.initial, a.final | b.final)
+
+    @staticmethod
+    def _sequence(a: VCEA, b: VCEA) -> VCEA:
+        transitions = a.transitions + b.transitions
+        # Skip irrelevant events between ψ1 and ψ2 (non-contiguous sequencing).
+        transitions += [VTransition(p, TRUE, frozenset(), p) for p in sorted(b.initial)]
+        # Runs that would complete ψ1 continue in ψ2's initial states instead.
+        transitions += [
+            VTransition(t.source, t.guard, t.labels, q)
+            for t in a.transitions
+            if t.target in a.final
+            for q in sorted(b.initial)
+        ]
+        return VCEA(transitions, set(a.initial), set(b.final))
+
+    def _plus(self, a: VCEA) -> VCEA:
+        q = self.fresh()
+        # Runs that would complete ψ may instead wait in q for the next iteration.
+        transitions = a.transitions + [
+            VTransition(t.source, t.guard, t.labels, q)
+            for t in a.transitions
+            if t.target in a.final
+        ]
+        # q starts the next iteration like ψ's initial states do. The copies are taken
+        # over the transitions into q too: a one-event ψ (e.g. B+) must be able to go
+        # q → q, which copying only Δψ (as printed) would miss.
+        transitions += [
+            VTransition(q, t.guard, t.labels, t.target)
+            for t in transitions
+            if t.source in a.initial
+        ]
+        # Erratum: the printed construction lacks this loop, making iteration contiguous.
+        transitions.append(VTransition(q, TRUE, frozenset(), q))
+        return VCEA(transitions, set(a.initial), set(a.final))
+
+
+def _project(a: VCEA, keep: frozenset[str] | None) -> VCEA:
+    """``π_L``: every label L′ becomes ``L ∩ L′`` (None keeps everything: ``SELECT *``)."""
+    if keep is None:
+        return a
+    a.transitions = [
+        VTransition(t.source, t.guard, t.labels & keep, t.target) for t in a.transitions
+    ]
+    return a
+
+
+def _to_cea(a: VCEA, atoms: int) -> CEA:
+    """Single fresh initial state ``q0 = 0`` copying I's outgoing transitions, labels to marks,
+    then keep only states that are reachable from q0 and can reach F."""
+    q0 = 0
+    raw = [Transition(t.source, t.guard, bool(t.labels), t.target) for t in a.transitions]
+    raw += [Transition(q0, t.guard, t.marking, t.target) for t in raw if t.source in a.initial]
+    reachable = _closure({q0}, {(t.source, t.target) for t in raw})
+    productive = _closure(set(a.final), {(t.target, t.source) for t in raw})
+    useful = reachable & productive
+    kept = tuple(dict.fromkeys(t for t in raw if t.source in useful and t.target in useful))
+    return CEA(
+        states=frozenset(useful | {q0}),
+        transitions=kept,
+        initial=q0,
+        final=frozenset(a.final & useful),
+        atoms=atoms,
+    )
+
+
+def _closure(start: set[int], edges: set[tuple[int, int]]) -> set[int]:
+    succ: dict[int, list[int]] = {}
+    for p, q in edges:
+        succ.setdefault(p, []).append(q)
+    seen = set(start)
+    todo = list(start)
+    while todo:
+        for q in succ.get(todo.pop(), ()):
+            if q not in seen:
+                seen.add(q)
+                todo.append(q)
+    return seen
+
+
+def compile_formula(
+    phi: ast.Formula, select: tuple[str, ...] | None = None, atoms: AtomTable | None = None
+) -> tuple[CEA, AtomTable]:
+    """Compile ``π_select(φ)`` into a CEA; returns it with the table of its filter atoms."""
+    table = atoms if atoms is not None else AtomTable()
+    builder = _Builder(table)
+    vcea = _project(builder.build(phi), None if select is None else frozenset(select))
+    return _to_cea(vcea, len(table.preds)), table

@@ -1,0 +1,203 @@
+"""Unary predicates ``P`` of ``X[P]``, compiled from the AST into closures.
+
+Predicates never execute user text as Python: each AST node becomes a small
+closure over already-parsed constants.
+
+Missing values (CEQL semantics): an attribute that is absent or null makes every
+comparison false, ``!=`` included; so do IN, IN RANGE and LIKE. Comparing a
+string with a number is false, booleans are not numbers, arithmetic on a
+non-number or a division by zero yields "missing". ``NOT`` is plain negation of
+the sub-predicate's truth value.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from shared.ceql import ast
+
+Event = Mapping[str, Any]
+Predicate = Callable[[Event], bool]
+_ValueFn = Callable[[Event], Any]
+
+
+class _Missing:
+    """The value of an absent attribute or of failed arithmetic."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+def is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+    "=": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
+def _same_kind(a: object, b: object) -> bool:
+    """Whether two present values may be compared (numbers, strings, booleans)."""
+    if is_number(a):
+        return is_number(b)
+    if isinstance(a, str):
+        return isinstance(b, str)
+    if isinstance(a, bool):
+        return isinstance(b, bool)
+    return False
+
+
+def _compile_expr(expr: ast.Expr) -> _ValueFn:
+    if isinstance(expr, ast.Attr):
+        name = expr.name
+
+        def attr(event: Event) -> Any:
+            value = event.get(name, MISSING)
+            return MISSING if value is None else value
+
+        return attr
+    if isinstance(expr, ast.Const):
+        value = expr.value
+        return lambda _event: value
+    if isinstance(expr, ast.Neg):
+        inner = _compile_expr(expr.operand)
+
+        def neg(event: Event) -> Any:
+            v = inner(event)
+            return -v if is_number(v) else MISSING
+
+        return neg
+    if isinstance(expr, ast.Arith):
+        return _compile_arith(expr)
+    raise TypeError(f"not a value expression: {expr!r}")
+
+
+def _compile_arith(expr: ast.Arith) -> _ValueFn:
+    left = _compile_expr(expr.left)
+    right = _compile_expr(expr.right)
+    op = expr.op
+
+    def arith(event: Event) -> Any:
+        a = left(event)
+        b = right(event)
+        if not (is_number(a) and is_number(b)):
+            return MISSING
+        if op == "+":
+            return a + b
+        if op == "-":
+            return a - b
+        if op == "*":
+            return a * b
+        if b == 0:
+            return MISSING
+        if op == "/":
+            return a / b
+        return a % b
+
+    return arith
+
+
+def compile_predicate(pred: ast.Pred) -> Predicate:
+    """Turn a predicate AST into ``event -> bool``."""
+    if isinstance(pred, ast.Compare):
+        return _compile_compare(pred)
+    if isinstance(pred, ast.InList):
+        return _compile_in_list(pred)
+    if isinstance(pred, ast.InRange):
+        return _compile_in_range(pred)
+    if isinstance(pred, ast.Like):
+        return _compile_like(pred)
+    if isinstance(pred, ast.BoolLit):
+        value = pred.value
+        return lambda _event: value
+    if isinstance(pred, ast.PNot):
+        inner = compile_predicate(pred.operand)
+        return lambda event: not inner(event)
+    if isinstance(pred, ast.PAnd):
+        a, b = compile_predicate(pred.left), compile_predicate(pred.right)
+        return lambda event: a(event) and b(event)
+    if isinstance(pred, ast.POr):
+        a, b = compile_predicate(pred.left), compile_predicate(pred.right)
+        return lambda event: a(event) or b(event)
+    raise TypeError(f"not a predicate: {pred!r}")
+
+
+def _compile_compare(pred: ast.Compare) -> Predicate:
+    left = _compile_expr(pred.left)
+    right = _compile_expr(pred.right)
+    cmp = _COMPARE[pred.op]
+
+    # The common shape `attr op constant` gets a direct closure: it is the hot path.
+    if isinstance(pred.left, ast.Attr) and isinstance(pred.right, ast.Const):
+        name = pred.left.name
+        const = pred.right.value
+
+        def attr_vs_const(event: Event) -> bool:
+            v = event.get(name)
+            return v is not None and _same_kind(v, const) and cmp(v, const)
+
+        return attr_vs_const
+
+    def compare(event: Event) -> bool:
+        a = left(event)
+        b = right(event)
+        if a is MISSING or b is MISSING or not _same_kind(a, b):
+            return False
+        return cmp(a, b)
+
+    return compare
+
+
+def _compile_in_list(pred: ast.InList) -> Predicate:
+    value = _compile_expr(pred.expr)
+    options = [c.value for c in pred.values]
+    negated = pred.negated
+
+    def in_list(event: Event) -> bool:
+        v = value(event)
+        found = v is not MISSING and any(_same_kind(v, o) and v == o for o in options)
+        return found != negated
+
+    return in_list
+
+
+def _compile_in_range(pred: ast.InRange) -> Predicate:
+    value = _compile_expr(pred.expr)
+    low, high = pred.low.value, pred.high.value
+    negated = pred.negated
+
+    def in_range(event: Event) -> bool:
+        v = value(event)
+        inside = (
+            v is not MISSING and _same_kind(v, low) and _same_kind(v, high) and low <= v <= high
+        )
+        return inside != negated
+
+    return in_range
+
+
+def _compile_like(pred: ast.Like) -> Predicate:
+    value = _compile_expr(pred.expr)
+    pattern = re.compile(pred.pattern)
+    negated = pred.negated
+
+    def like(event: Event) -> bool:
+        v = value(event)
+        matched = isinstance(v, str) and pattern.fullmatch(v) is not None
+        return matched != negated
+
+    return like

@@ -1,0 +1,260 @@
+"""Render a CEQL AST back to query text.
+
+The text re-parses to an equal AST (spans aside). The printer adds the
+parentheses the grammar's precedences require and no others, relying on every
+binary operator being left-associative: a left-nested chain such as
+``A ; B ; C`` prints bare, a right-nested one gets parentheses.
+
+CEL precedence, loosest first: ``FILTER`` (which takes the whole formula on its
+left), ``OR``, ``;``, then the postfix ``+`` and ``AS``. Filters and predicates:
+``OR`` below ``AND`` below ``NOT``. Arithmetic: ``+ -`` below ``* / %`` below
+unary minus.
+"""
+
+from __future__ import annotations
+
+import math
+
+from shared.ceql import ast
+
+__all__ = ["format_filter", "format_formula", "format_predicate", "format_value", "to_ceql"]
+
+
+# ------------------------------------------------------------------------ literals
+
+# Only escapes the parser resolves; any other character (even a raw newline)
+# may stand inside the quotes as is.
+_STRING_ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\t": "\\t"}
+
+
+def format_string(value: str) -> str:
+    """A single-quoted string literal with backslash escapes."""
+    return "'" + "".join(_STRING_ESCAPES.get(ch, ch) for ch in value) + "'"
+
+
+def format_value(value: ast.Scalar) -> str:
+    """A literal as CEQL text: TRUE/FALSE, integers, floats via ``repr``, quoted strings."""
+    # bool first: it is a subclass of int.
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"CEQL has no literal for the float {value!r}")
+        return repr(value)
+    if isinstance(value, str):
+        return format_string(value)
+    raise TypeError(f"not a CEQL literal: {value!r}")
+
+
+# ------------------------------------------------------------- value expressions
+
+
+_ARITH_LEVEL = {"+": 1, "-": 1, "*": 2, "/": 2, "%": 2}
+_FACTOR = 3  # attributes, literals, unary minus and parenthesised expressions
+
+
+def _expr_level(expr: ast.Expr) -> int:
+    return _ARITH_LEVEL[expr.op] if isinstance(expr, ast.Arith) else _FACTOR
+
+
+def format_expr(expr: ast.Expr) -> str:
+    """An arithmetic expression."""
+    if isinstance(expr, ast.Attr):
+        return expr.name
+    if isinstance(expr, ast.Const):
+        return format_value(expr.value)
+    if isinstance(expr, ast.Neg):
+        # Only an attribute stays bare: `--x` would start a comment, and `-1`
+        # would read as a negative literal (the parser folds `-` into numbers).
+        inner = format_expr(expr.operand)
+        return f"-{inner}" if isinstance(expr.operand, ast.Attr) else f"-({inner})"
+    if isinstance(expr, ast.Arith):
+        level = _ARITH_LEVEL[expr.op]
+        left = _expr_operand(expr.left, level)
+        right = _expr_operand(expr.right, level + 1)
+        return f"{left} {expr.op} {right}"
+    raise TypeError(f"not an expression: {expr!r}")
+
+
+def _expr_operand(expr: ast.Expr, min_level: int) -> str:
+    text = format_expr(expr)
+    # A leading minus is parenthesised so `x - -y` cannot lex as a `--` comment.
+    if _expr_level(expr) < min_level or isinstance(expr, ast.Neg) or _is_negative_number(expr):
+        return f"({text})"
+    return text
+
+
+def _is_negative_number(expr: ast.Expr) -> bool:
+    value = expr.value if isinstance(expr, ast.Const) else None
+    return isinstance(value, int | float) and not isinstance(value, bool) and value < 0
+
+
+# ------------------------------------------------------------------- predicates
+
+
+def format_predicate(pred: ast.Pred) -> str:
+    """A unary predicate (the ``P`` in ``x[P]``)."""
+    if isinstance(pred, ast.BoolLit):
+        return "TRUE" if pred.value else "FALSE"
+    if isinstance(pred, ast.Compare):
+        return f"{format_expr(pred.left)} {pred.op} {format_expr(pred.right)}"
+    if isinstance(pred, ast.InList):
+        values = ", ".join(format_value(c.value) for c in pred.values)
+        return f"{format_expr(pred.expr)} {_not(pred.negated)}IN ({values})"
+    if isinstance(pred, ast.InRange):
+        low, high = format_value(pred.low.value), format_value(pred.high.value)
+        return f"{format_expr(pred.expr)} {_not(pred.negated)}IN RANGE({low}, {high})"
+    if isinstance(pred, ast.Like):
+        pattern = format_string(pred.pattern)
+        return f"{format_expr(pred.expr)} {_not(pred.negated)}LIKE {pattern}"
+    if isinstance(pred, ast.PNot):
+        return f"NOT ({format_predicate(pred.operand)})"
+    if isinstance(pred, ast.PAnd | ast.POr):
+        return _connective(pred, format_predicate(pred.left), format_predicate(pred.right))
+    raise TypeError(f"not a predicate: {pred!r}")
+
+
+def _not(negated: bool) -> str:
+    return "NOT " if negated else ""
+
+
+# ---------------------------------------------------------------------- filters
+
+
+def format_filter(filt: ast.FilterExpr) -> str:
+    """A filter: ``x[P]`` atoms combined with AND / OR."""
+    if isinstance(filt, ast.FilterAtom):
+        return f"{filt.var}[{format_predicate(filt.pred)}]"
+    if isinstance(filt, ast.FilterAnd | ast.FilterOr):
+        return _connective(filt, format_filter(filt.left), format_filter(filt.right))
+    raise TypeError(f"not a filter: {filt!r}")
+
+
+# AND / OR in predicates and in filters: OR binds loosest, then AND, then atoms.
+_Connective = ast.PAnd | ast.POr | ast.FilterAnd | ast.FilterOr
+
+
+def _bool_level(node: ast.Pred | ast.FilterExpr) -> int:
+    if isinstance(node, ast.POr | ast.FilterOr):
+        return 1
+    if isinstance(node, ast.PAnd | ast.FilterAnd):
+        return 2
+    return 3
+
+
+def _connective(node: _Connective, left: str, right: str) -> str:
+    level = _bool_level(node)
+    if _bool_level(node.left) < level:
+        left = f"({left})"
+    if _bool_level(node.right) <= level:  # left-associative
+        right = f"({right})"
+    word = "AND" if isinstance(node, ast.PAnd | ast.FilterAnd) else "OR"
+    return f"{left} {word} {right}"
+
+
+# ------------------------------------------------------------------ CEL formulas
+
+# Binding strength of each formula node as printed bare (higher binds tighter).
+_ATOM, _POSTFIX, _SEQ, _OR, _FILTER = 4, 3, 2, 1, 0
+
+
+def _level(formula: ast.Formula) -> int:
+    if isinstance(formula, ast.EventType):
+        return _ATOM
+    if isinstance(formula, ast.As | ast.Plus):
+        return _POSTFIX
+    if isinstance(formula, ast.Seq):
+        return _SEQ
+    if isinstance(formula, ast.Or):
+        return _OR
+    return _FILTER
+
+
+def format_formula(formula: ast.Formula) -> str:
+    """A CEL formula with the parentheses its structure needs."""
+    if isinstance(formula, ast.EventType):
+        return formula.name
+    if isinstance(formula, ast.As):
+        # Postfix operands stay bare only when atomic, so `A+ AS x` vs `A AS x+`
+        # chains never come up.
+        return f"{_operand(formula.formula, _ATOM)} AS {formula.var}"
+    if isinstance(formula, ast.Plus):
+        return f"{_operand(formula.formula, _ATOM)}+"
+    if isinstance(formula, ast.Seq):
+        return f"{_operand(formula.left, _SEQ)} ; {_operand(formula.right, _POSTFIX)}"
+    if isinstance(formula, ast.Or):
+        return f"{_operand(formula.left, _OR)} OR {_operand(formula.right, _SEQ)}"
+    if isinstance(formula, ast.Filter):
+        # FILTER takes everything on its left. The grammar would also read a
+        # filtered formula as the left operand of `;`, OR or another FILTER
+        # (`A FILTER θ ; B`), but parentheses make that plain to the reader.
+        return f"{_operand(formula.formula, _OR)} FILTER {format_filter(formula.filter)}"
+    raise TypeError(f"not a formula: {formula!r}")
+
+
+def _operand(formula: ast.Formula, min_level: int) -> str:
+    text = format_formula(formula)
+    return text if _level(formula) >= min_level else f"({text})"
+
+
+# ----------------------------------------------------------------------- queries
+
+
+def _format_number(value: int | float) -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"not a number: {value!r}")
+    return format_value(value)
+
+
+def _format_window(window: ast.Window) -> str:
+    amount = _format_number(window.amount)
+    if window.kind is ast.WindowKind.EVENTS:
+        return f"WITHIN {amount} EVENTS"
+    if window.kind is ast.WindowKind.TIME:
+        if window.unit not in ast.TIME_UNITS_MS:
+            raise ValueError(f"unknown time unit {window.unit!r}")
+        return f"WITHIN {amount} {window.unit}"
+    if window.attr is None:
+        raise ValueError("an ATTRIBUTE window needs an attribute")
+    return f"WITHIN {amount} [{window.attr}]"
+
+
+def _format_declaration(decl: ast.StreamDecl) -> str:
+    events = ", ".join(
+        "EVENT {} {{ {} }}".format(
+            event.name, ", ".join(f"{name}: {kind.value}" for name, kind in event.attributes)
+        )
+        for event in decl.events
+    )
+    return f"DECLARE STREAM {decl.name} {{ {events} }}"
+
+
+def to_ceql(query: ast.Query) -> str:
+    """The query as CEQL text, one clause per line."""
+    lines = [_format_declaration(decl) for decl in query.declarations]
+
+    select = "SELECT "
+    if query.strategy is not ast.Strategy.ALL:
+        select += query.strategy.value + " "
+    if query.select is None:
+        select += "*"
+    elif query.select:
+        select += ", ".join(query.select)
+    else:
+        raise ValueError("a query must select * or at least one variable")
+    lines.append(select)
+
+    if query.streams:
+        lines.append("FROM " + ", ".join(query.streams))
+    lines.append("WHERE " + format_formula(query.where))
+    if query.partition_by:
+        lines.append("PARTITION BY [" + ", ".join(query.partition_by) + "]")
+    if query.within is not None:
+        lines.append(_format_window(query.within))
+    if query.consume is not ast.Consume.NONE:
+        lines.append(f"CONSUME BY {query.consume.value}")
+    if query.limit is not None:
+        lines.append(f"LIMIT {query.limit}")
+    return "\n".join(lines)

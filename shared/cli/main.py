@@ -1,0 +1,107 @@
+"""``cerfleet``: the command-line entry point and its subcommand registry.
+
+Each subcommand lives in its own module exposing ``register(subparsers) -> None``,
+which adds a parser and sets ``handler=<callable(args) -> int>`` as its default.
+Modules are imported when the parser is built, not at import time, and a
+module whose package is not installed (``workers``, ``coordinator`` in a
+slim install) is skipped, so those packages plug in without this file
+depending on them. Registration modules should stay light: import heavy
+dependencies (Kafka clients, the engine) inside the handler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from shared.errors import CerfleetError
+
+__all__ = ["COMMAND_MODULES", "build_parser", "main"]
+
+PROG = "cerfleet"
+
+# Order is the order in ``cerfleet --help``.
+COMMAND_MODULES: tuple[str, ...] = (
+    "shared.cli.run",
+    "workers.cli",
+    "coordinator.cli",
+)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(PROG)
+    except PackageNotFoundError:  # running from a source checkout, not installed
+        return "unknown (not installed)"
+
+
+def _import_optional(name: str) -> Any | None:
+    """Import a command module, or None when its top-level package is absent.
+
+    Only a missing package is tolerated: an ImportError raised from inside an
+    installed package is a real bug and propagates.
+    """
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as err:
+        missing = err.name or ""
+        if name == missing or name.startswith(missing + "."):
+            return None
+        raise
+
+
+def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Complex event recognition: run CEQL queries over event streams.",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    subparsers = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND")
+    for name in modules:
+        module = _import_optional(name)
+        if module is not None:
+            module.register(subparsers)
+    return parser
+
+
+def _silence_stdout() -> None:
+    # After a reader closed the pipe (``| head``), Python would still try to
+    # flush stdout at exit and print "Exception ignored ... BrokenPipeError".
+    # Pointing the descriptor at /dev/null makes that last flush harmless.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout without a descriptor (captured in tests)
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``cerfleet`` with ``argv`` (default: the process arguments); return the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:
+        # argparse exits for --help, --version and usage errors; return the code
+        # instead so main() is callable from tests and other programs.
+        return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 2)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        code: int = handler(args)
+    except BrokenPipeError:
+        _silence_stdout()
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    except CerfleetError as err:
+        print(f"{PROG}: {err}", file=sys.stderr)
+        return 2
+    return code

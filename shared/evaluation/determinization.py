@@ -1,0 +1,103 @@
+"""On-the-fly I/O-determinisation of a CEA (CORE §4.4, Foundations Prop. 1).
+
+Deterministic states are subsets of the CEA's states, interned as small ints;
+``δ(S, v)`` for a bit vector ``v`` yields the •-successor and the ∘-successor
+(each -1 when empty), computed in time linear in |A| on a cache miss and then
+looked up by ``(S, v)`` in O(1). I/O-determinism is what makes the tECS
+duplicate-free: a complex event has exactly one run in the determinised automaton.
+
+The bit vector of an event packs its event type (an index among the query's
+types, or "other") with the truth values of the filter atoms that can matter
+for that type, so that only those atoms are evaluated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from shared.cea.automaton import CEA
+from shared.cea.predicates import Predicate
+
+NONE = -1  # no successor
+
+
+class DetCEA:
+    """The I/O-determinised CEA, built lazily and cached.
+
+    Paper names: ``δ(S, t, •)`` / ``δ(S, t, ∘)`` are ``step(S, letter)``;
+    ``F_d = {S | S ∩ F ≠ ∅}`` is ``is_final``.
+    """
+
+    def __init__(self, cea: CEA, predicates: Sequence[Predicate], type_field: str) -> None:
+        self.cea = cea
+        self.type_field = type_field
+        types = sorted(cea.event_types())
+        self.type_index: dict[str, int] = {t: i for i, t in enumerate(types)}
+        self._other = len(types)
+        self._radix = len(types) + 1
+        # Atoms that can matter for an event of each type: those on its transitions.
+        relevant: list[list[int]] = [[] for _ in range(self._radix)]
+        for t in cea.transitions:
+            if t.guard.etype is not None:
+                bucket = relevant[self.type_index[t.guard.etype]]
+                bucket.extend(a for a in sorted(t.guard.atoms) if a not in bucket)
+        self._atoms_by_type: list[tuple[Predicate, ...]] = [
+            tuple(predicates[a] for a in atoms) for atoms in relevant
+        ]
+        local = [{a: i for i, a in enumerate(atoms)} for atoms in relevant]
+        # Per CEA state: (type index or -1 for TRUE, required atom mask, marking, target).
+        self._out: dict[int, list[tuple[int, int, bool, int]]] = {q: [] for q in cea.states}
+        for t in cea.transitions:
+            if t.guard.etype is None:
+                self._out[t.source].append((-1, 0, t.marking, t.target))
+            else:
+                ti = self.type_index[t.guard.etype]
+                mask = sum(1 << local[ti][a] for a in t.guard.atoms)
+                self._out[t.source].append((ti, mask, t.marking, t.target))
+        self.states: list[frozenset[int]] = []
+        self.is_final: list[bool] = []
+        self._ids: dict[frozenset[int], int] = {}
+        self._delta: list[dict[int, tuple[int, int]]] = []
+        self.initial = self.intern(frozenset({cea.initial}))
+
+    def intern(self, subset: frozenset[int]) -> int:
+        """The id of a deterministic state (a subset of the CEA's states)."""
+        sid = self._ids.get(subset)
+        if sid is None:
+            sid = len(self.states)
+            self._ids[subset] = sid
+            self.states.append(subset)
+            self.is_final.append(not subset.isdisjoint(self.cea.final))
+            self._delta.append({})
+        return sid
+
+    def letter(self, event: Mapping[str, Any]) -> int:
+        """The event's bit vector: its type index plus the truth of its relevant atoms."""
+        ti = self.type_index.get(event.get(self.type_field), self._other)  # type: ignore[arg-type]
+        bits = 0
+        for k, pred in enumerate(self._atoms_by_type[ti]):
+            if pred(event):
+                bits |= 1 << k
+        return ti + bits * self._radix
+
+    def step(self, sid: int, letter: int) -> tuple[int, int]:
+        """``(δ(S, v, •), δ(S, v, ∘))``, each NONE when no transition applies."""
+        cached = self._delta[sid].get(letter)
+        if cached is None:
+            cached = self._compute(sid, letter)
+            self._delta[sid][letter] = cached
+        return cached
+
+    def _compute(self, sid: int, letter: int) -> tuple[int, int]:
+        bits, ti = divmod(letter, self._radix)
+        marked: set[int] = set()
+        unmarked: set[int] = set()
+        for q in self.states[sid]:
+            for etype, mask, marking, target in self._out[q]:
+                if (etype == -1 or etype == ti) and bits & mask == mask:
+                    (marked if marking else unmarked).add(target)
+        return (
+            self.intern(frozenset(marked)) if marked else NONE,
+            self.intern(frozenset(unmarked)) if unmarked else NONE,
+        )

@@ -1,0 +1,187 @@
+"""Snapshot and restore a ``QueryEvaluator``: union-lists, the tECS nodes reachable from
+them, positions and window clocks, as bytes.
+
+The format is zlib-compressed JSON (never pickle: checkpoints travel through
+Kafka topics and must not execute code when read). Deterministic states are
+written as their sets of CEA states, not as process-local ids, so a snapshot
+restores into any process that compiled the same query; the query's
+fingerprint guards against restoring into another query.
+
+Nodes are written children first, each as ``[kind, pos, max, tmax, left, right,
+event]`` with child and event references as indexes (-1: none, -2: the cut-off
+``DEAD`` node), so shared sub-DAGs stay shared after a restore.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import zlib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from shared.errors import SnapshotError
+from shared.evaluation.evaluator import Evaluator
+from shared.evaluation.query_evaluator import QueryEvaluator
+from shared.evaluation.tecs import DEAD, UNION, Node
+
+if TYPE_CHECKING:
+    from shared.query import CompiledQuery
+
+FORMAT = 1
+_NONE = -1
+_DEAD = -2
+
+
+def _num(x: float) -> float | None:
+    return None if math.isinf(x) else x
+
+
+def _unnum(x: float | None, default: float) -> float:
+    return default if x is None else x
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.ids: dict[int, int] = {}
+        self.rows: list[list[Any]] = []
+        self.event_ids: dict[int, int] = {}
+        self.events: list[Mapping[str, Any]] = []
+
+    def node(self, root: Node) -> int:
+        """Index of ``root``, writing it and its unwritten descendants children first."""
+        stack: list[tuple[Node, bool]] = [(root, False)]
+        while stack:
+            n, expanded = stack.pop()
+            if n is DEAD or id(n) in self.ids:
+                continue
+            if not expanded:
+                stack.append((n, True))
+                for child in (n.left, n.right):
+                    if child is not None and child is not DEAD and id(child) not in self.ids:
+                        stack.append((child, False))
+                continue
+            self.ids[id(n)] = len(self.rows)
+            self.rows.append(
+                [
+                    n.kind,
+                    n.pos,
+                    n.max,
+                    n.tmax,
+                    self._ref(n.left),
+                    self._ref(n.right),
+                    self._event(n.event),
+                ]
+            )
+        return self.ids[id(root)]
+
+    def _ref(self, child: Node | None) -> int:
+        if child is None:
+            return _NONE
+        if child is DEAD:
+            return _DEAD
+        return self.ids[id(child)]
+
+    def _event(self, event: Mapping[str, Any] | None) -> int:
+        if event is None:
+            return _NONE
+        eid = self.event_ids.get(id(event))
+        if eid is None:
+            eid = self.event_ids[id(event)] = len(self.events)
+            self.events.append(event)
+        return eid
+
+
+def dump(ev: QueryEvaluator) -> bytes:
+    dcea = ev.query.dcea
+    writer = _Writer()
+    subs = []
+    for key, sub in ev.substreams.items():
+        active = [
+            [sorted(dcea.states[q]), [writer.node(n) for n in ul]] for q, ul in sub.active.items()
+        ]
+        subs.append(
+            {
+                "key": list(key),
+                "clock": sub.clock,
+                "last_clock": _num(sub.last_clock),
+                "tau": _num(sub.tau),
+                "active": active,
+            }
+        )
+    doc = {
+        "format": FORMAT,
+        "query": ev.query.fingerprint,
+        "position": ev.position,
+        "late": ev.late,
+        "unpartitioned": ev.unpartitioned,
+        "events": [dict(e) for e in writer.events],
+        "nodes": writer.rows,
+        "substreams": subs,
+    }
+    return zlib.compress(json.dumps(doc, separators=(",", ":")).encode(), 1)
+
+
+def load(query: CompiledQuery, data: bytes) -> QueryEvaluator:
+    try:
+        doc = json.loads(zlib.decompress(data))
+    except (zlib.error, ValueError) as exc:
+        raise SnapshotError(f"not a cerfleet snapshot: {exc}") from exc
+    if doc.get("format") != FORMAT:
+        raise SnapshotError(f"unsupported snapshot format {doc.get('format')!r}")
+    if doc.get("query") != query.fingerprint:
+        raise SnapshotError("snapshot was taken for a different query")
+    events: list[Mapping[str, Any]] = doc["events"]
+    nodes: list[Node] = []
+    for kind, pos, max_start, tmax, left, right, event in doc["nodes"]:
+        nodes.append(
+            Node(
+                kind,
+                pos,
+                max_start,
+                tmax,
+                _child(nodes, left),
+                _child(nodes, right),
+                None if event == _NONE else events[event],
+            )
+        )
+    ev = QueryEvaluator(query)
+    ev.position = doc["position"]
+    ev.late = doc["late"]
+    ev.unpartitioned = doc["unpartitioned"]
+    dcea = query.dcea
+    for s in doc["substreams"]:
+        sub = Evaluator(dcea, query.epsilon)
+        sub.clock = s["clock"]
+        sub.last_clock = _unnum(s["last_clock"], float("-inf"))
+        sub.tau = _unnum(s["tau"], float("-inf"))
+        for states, ids in s["active"]:
+            sub.active[dcea.intern(frozenset(states))] = [nodes[i] for i in ids]
+        if sub.made is not None:
+            # Its union nodes may still need their right child cut once it leaves the window.
+            sub.made = _unions_under([n for ul in sub.active.values() for n in ul])
+        ev.substreams[tuple(s["key"])] = sub
+    return ev
+
+
+def _unions_under(roots: list[Node]) -> list[Node]:
+    seen: set[int] = set()
+    out: list[Node] = []
+    stack = list(roots)
+    while stack:
+        n = stack.pop()
+        if id(n) in seen or n is DEAD:
+            continue
+        seen.add(id(n))
+        if n.kind == UNION:
+            out.append(n)
+        stack.extend(c for c in (n.left, n.right) if c is not None)
+    return out
+
+
+def _child(nodes: list[Node], ref: int) -> Node | None:
+    if ref == _NONE:
+        return None
+    if ref == _DEAD:
+        return DEAD
+    return nodes[ref]

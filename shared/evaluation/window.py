@@ -1,0 +1,50 @@
+"""Window clocks: what ``WITHIN`` measures ``clock(end) − clock(start) <= ε`` on.
+
+* ``WITHIN n EVENTS``: the position in the (partition's) substream;
+* ``WITHIN n MILLISECONDS|SECONDS|MINUTES|HOURS``: the time field, in ms;
+* ``WITHIN n [attr]``: a numeric attribute (booleans are not numbers).
+
+An event without a clock value cannot start or end a complex event under a
+time or attribute window (it may still sit in the middle of one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from shared.ceql import ast
+from shared.events.timestamps import parse_timestamp
+
+ClockFn = Callable[[Mapping[str, Any]], float | None]
+
+
+def _numeric_attribute(name: str) -> ClockFn:
+    def clock(event: Mapping[str, Any]) -> float | None:
+        value = event.get(name)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return value
+        return None
+
+    return clock
+
+
+def _timestamp(field: str) -> ClockFn:
+    def clock(event: Mapping[str, Any]) -> float | None:
+        return parse_timestamp(event.get(field))
+
+    return clock
+
+
+def clock_of(window: ast.Window | None, time_field: str) -> ClockFn | None:
+    """The clock function of a window; None when the clock is the substream position."""
+    if window is None or window.kind is ast.WindowKind.EVENTS:
+        return None
+    if window.kind is ast.WindowKind.TIME:
+        return _timestamp(time_field)
+    assert window.attr is not None
+    return _numeric_attribute(window.attr)
+
+
+def epsilon_of(window: ast.Window | None) -> float:
+    return float("inf") if window is None else float(window.epsilon)

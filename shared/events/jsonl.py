@@ -1,0 +1,85 @@
+"""JSON Lines: one JSON object per line, parsed one line at a time."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from shared.events.records import Malformed, Parsed, json_kind, type_problem
+
+__all__ = ["parse_jsonl"]
+
+
+def _optional_orjson() -> Callable[[bytes | str], Any] | None:
+    # orjson is a speed-up, never a requirement. Imported by name so the module
+    # type-checks the same with or without it installed.
+    try:
+        module = importlib.import_module("orjson")
+    except ImportError:
+        return None
+    loads: Callable[[bytes | str], Any] = module.loads
+    return loads
+
+
+_fast_loads = _optional_orjson()
+
+
+class _BadRecord(Exception):
+    """Internal: carries the reason a line is not JSON."""
+
+
+def _reject_constant(name: str) -> Any:
+    # The stdlib accepts NaN/Infinity, which are not JSON (and orjson rejects);
+    # refusing them keeps the verdict independent of whether orjson is installed.
+    raise _BadRecord(f"not valid JSON: {name} is not allowed")
+
+
+def _loads(raw: bytes | str) -> Any:
+    if _fast_loads is not None:
+        try:
+            return _fast_loads(raw)
+        except ValueError:
+            # orjson is stricter than the stdlib in a few corners (integers
+            # beyond 64 bits, nesting depth) and its messages are terser; the
+            # stdlib gives the final verdict, so both setups accept the same input.
+            pass
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise _BadRecord(f"not valid UTF-8 (byte {err.start + 1})") from None
+    try:
+        return json.loads(raw, parse_constant=_reject_constant)
+    except json.JSONDecodeError as err:
+        raise _BadRecord(f"not valid JSON: {err.msg} (column {err.colno})") from None
+    except RecursionError:
+        raise _BadRecord("not valid JSON: nested too deeply") from None
+
+
+def parse_jsonl(lines: Iterable[bytes | str], type_field: str) -> Iterator[tuple[int, Parsed]]:
+    """Yield ``(line_number, event_or_Malformed)`` for each non-blank line of ``lines``.
+
+    Lines may be bytes (files, stdin: decoded here so a bad line is reported,
+    not fatal) or str (text streams). Line numbers are 1-based physical lines.
+    """
+    for line_number, raw in enumerate(lines, 1):
+        if line_number == 1:
+            # A UTF-8 byte order mark (Windows editors) is not part of the JSON.
+            if isinstance(raw, bytes):
+                raw = raw.removeprefix(b"\xef\xbb\xbf")
+            else:
+                raw = raw.removeprefix("\ufeff")
+        if not raw.strip():
+            continue
+        try:
+            value = _loads(raw)
+        except _BadRecord as err:
+            yield line_number, Malformed(str(err))
+            continue
+        if type(value) is not dict:
+            yield line_number, Malformed(f"not a JSON object (got {json_kind(value)})")
+            continue
+        problem = type_problem(value, type_field)
+        yield line_number, value if problem is None else Malformed(problem)

@@ -1,0 +1,360 @@
+"""A brute-force reference evaluator for CEQL: the test oracle.
+
+It implements the denotational semantics of CORE (Fig. 2 of the paper) as
+literally as possible, by materialising every valuation, so that the engine
+(automata + tECS) can be checked against it on small inputs. It shares nothing
+with the engine except the AST: predicates have their own tiny interpreter here.
+Clarity wins over speed everywhere; keep streams and formulas small.
+
+Semantics choices beyond the paper (the engine must agree):
+
+* Predicates: a missing or None attribute makes every comparison false
+  (``!=`` included) and IN / IN RANGE / LIKE false; values of different kinds
+  (string, number, bool) never compare (false); bools are not numbers; int and
+  float compare numerically; arithmetic is on numbers only and is undefined
+  (so the comparison is false) on a missing operand or division by zero.
+  ``NOT p`` and the negated forms ``NOT IN`` / ``NOT LIKE`` are plain boolean
+  negation of the positive predicate.
+* PARTITION BY: one substream per distinct tuple of values; events with a
+  missing or None partition attribute are in no substream. Positions inside
+  a substream are local (0, 1, ...) and are mapped back to the global index.
+* WITHIN n EVENTS bounds ``end - start`` in local positions. Clock windows
+  (``WITHIN n [attr]`` and time units) bound ``clock(end) - clock(start)`` and
+  drop complex events whose start or end lacks a numeric clock; "late" events
+  (clock below the maximum clock already kept in the substream) are removed
+  from the substream before evaluation.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from shared.ceql import ast
+
+Event = Mapping[str, Any]
+Key = tuple[Any, ...]
+OracleResult = tuple[int, int, tuple[int, ...], Key | None]
+
+__all__ = ["Valuation", "evaluate_formula", "oracle_eval"]
+
+
+# ------------------------------------------------------------------- valuations
+
+
+@dataclass(frozen=True)
+class Valuation:
+    """``V = ([start, end], μ)``; μ is stored as sorted ``(variable, positions)``
+    pairs holding only the variables with a non-empty set of positions, so two
+    equal valuations are equal (and hash equally) as Python values."""
+
+    start: int
+    end: int
+    mu: tuple[tuple[str, frozenset[int]], ...]
+
+    @staticmethod
+    def make(start: int, end: int, mu: Mapping[str, frozenset[int]]) -> Valuation:
+        return Valuation(start, end, tuple(sorted((x, ps) for x, ps in mu.items() if ps)))
+
+    def get(self, var: str) -> frozenset[int]:
+        """``V(var)``: the empty set for unbound variables."""
+        return dict(self.mu).get(var, frozenset())
+
+    def data(self) -> frozenset[int]:
+        """``⋃_X V(X)``: the positions of the complex event ``C_V``."""
+        return frozenset().union(*(ps for _, ps in self.mu))
+
+
+# ------------------------------------------------------------------- predicates
+
+# An expression that has no value on an event (missing attribute, 1/0, ...).
+_UNDEFINED = object()
+
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+    "=": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _kind(value: object) -> str | None:
+    """The comparison domain of a value: values only compare within one domain."""
+    if isinstance(value, bool):
+        return "bool"
+    if _is_number(value):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return None
+
+
+def eval_expr(expr: ast.Expr, event: Event) -> Any:
+    """The value of ``expr`` on ``event``, or ``_UNDEFINED``."""
+    if isinstance(expr, ast.Attr):
+        value = event.get(expr.name)
+        return _UNDEFINED if value is None else value
+    if isinstance(expr, ast.Const):
+        return expr.value
+    if isinstance(expr, ast.Neg):
+        value = eval_expr(expr.operand, event)
+        return -value if _is_number(value) else _UNDEFINED
+    if isinstance(expr, ast.Arith):
+        left, right = eval_expr(expr.left, event), eval_expr(expr.right, event)
+        if not (_is_number(left) and _is_number(right)):
+            return _UNDEFINED
+        if expr.op in ("/", "%") and right == 0:
+            return _UNDEFINED
+        ops: dict[str, Callable[[Any, Any], Any]] = {
+            "+": operator.add,
+            "-": operator.sub,
+            "*": operator.mul,
+            "/": operator.truediv,
+            "%": operator.mod,
+        }
+        return ops[expr.op](left, right)
+    raise TypeError(f"not an expression: {expr!r}")
+
+
+def compare(op: str, left: Any, right: Any) -> bool:
+    """``left op right`` under the oracle's rules (see the module docstring)."""
+    if left is _UNDEFINED or right is _UNDEFINED:
+        return False
+    kind = _kind(left)
+    if kind is None or kind != _kind(right):
+        return False
+    if kind == "bool" and op not in ("=", "!="):
+        return False  # bools are unordered
+    return _COMPARE[op](left, right)
+
+
+def holds(pred: ast.Pred, event: Event) -> bool:
+    """``event ⊨ pred``."""
+    if isinstance(pred, ast.BoolLit):
+        return pred.value
+    if isinstance(pred, ast.Compare):
+        return compare(pred.op, eval_expr(pred.left, event), eval_expr(pred.right, event))
+    if isinstance(pred, ast.InList):
+        value = eval_expr(pred.expr, event)
+        found = any(compare("=", value, c.value) for c in pred.values)
+        return found != pred.negated
+    if isinstance(pred, ast.InRange):
+        value = eval_expr(pred.expr, event)
+        inside = compare("<=", pred.low.value, value) and compare("<=", value, pred.high.value)
+        return inside != pred.negated
+    if isinstance(pred, ast.Like):
+        value = eval_expr(pred.expr, event)
+        matched = isinstance(value, str) and re.fullmatch(pred.pattern, value) is not None
+        return matched != pred.negated
+    if isinstance(pred, ast.PNot):
+        return not holds(pred.operand, event)
+    if isinstance(pred, ast.PAnd):
+        return holds(pred.left, event) and holds(pred.right, event)
+    if isinstance(pred, ast.POr):
+        return holds(pred.left, event) or holds(pred.right, event)
+    raise TypeError(f"not a predicate: {pred!r}")
+
+
+# ----------------------------------------------------------------- CEL (Fig. 2)
+
+
+def evaluate_formula(
+    formula: ast.Formula, events: Sequence[Event], type_field: str = "type"
+) -> set[Valuation]:
+    """``⦇formula⦈(S)``: every valuation of the formula over ``events``."""
+    if isinstance(formula, ast.EventType):
+        return {
+            Valuation.make(i, i, {formula.name: frozenset({i})})
+            for i, event in enumerate(events)
+            if event.get(type_field) == formula.name
+        }
+    if isinstance(formula, ast.As):
+        return {
+            Valuation.make(v.start, v.end, {**dict(v.mu), formula.var: v.data()})
+            for v in evaluate_formula(formula.formula, events, type_field)
+        }
+    if isinstance(formula, ast.Filter):
+        inner = evaluate_formula(formula.formula, events, type_field)
+        return _apply_filter(inner, formula.filter, events)
+    if isinstance(formula, ast.Or):
+        return evaluate_formula(formula.left, events, type_field) | evaluate_formula(
+            formula.right, events, type_field
+        )
+    if isinstance(formula, ast.Seq):
+        return _sequence(
+            evaluate_formula(formula.left, events, type_field),
+            evaluate_formula(formula.right, events, type_field),
+        )
+    if isinstance(formula, ast.Plus):
+        return _iterate(evaluate_formula(formula.formula, events, type_field))
+    raise TypeError(f"not a formula: {formula!r}")
+
+
+def _apply_filter(
+    valuations: set[Valuation], filt: ast.FilterExpr, events: Sequence[Event]
+) -> set[Valuation]:
+    # θ1 AND θ2 ≡ nested filters; θ1 OR θ2 ≡ union of the two filtered sets.
+    if isinstance(filt, ast.FilterAtom):
+        return {v for v in valuations if all(holds(filt.pred, events[i]) for i in v.get(filt.var))}
+    if isinstance(filt, ast.FilterAnd):
+        return _apply_filter(_apply_filter(valuations, filt.left, events), filt.right, events)
+    if isinstance(filt, ast.FilterOr):
+        return _apply_filter(valuations, filt.left, events) | _apply_filter(
+            valuations, filt.right, events
+        )
+    raise TypeError(f"not a filter: {filt!r}")
+
+
+def _concat(v1: Valuation, v2: Valuation) -> Valuation:
+    """``V1 · V2`` for ``V1.end < V2.start``: joined interval, pointwise union."""
+    mu = dict(v1.mu)
+    for var, positions in v2.mu:
+        mu[var] = mu.get(var, frozenset()) | positions
+    return Valuation.make(v1.start, v2.end, mu)
+
+
+def _sequence(left: Iterable[Valuation], right: Iterable[Valuation]) -> set[Valuation]:
+    """``⦇φ1 ; φ2⦈`` from ``⦇φ1⦈`` and ``⦇φ2⦈``."""
+    right = list(right)
+    return {_concat(v1, v2) for v1 in left for v2 in right if v1.end < v2.start}
+
+
+def _iterate(base: set[Valuation]) -> set[Valuation]:
+    """``⦇φ+⦈`` = least fixpoint of ``X = ⦇φ⦈ ∪ ⦇φ⦈ ; X``.
+
+    Iterates semi-naively: each round only extends the valuations found in the
+    previous round, since the others were already extended. Every round makes
+    intervals strictly longer, so this terminates on a finite stream.
+    """
+    result = set(base)
+    frontier = set(base)
+    while frontier:
+        frontier = _sequence(base, frontier) - result
+        result |= frontier
+    return result
+
+
+# --------------------------------------------------------------------- queries
+
+
+def _project(v: Valuation, select: tuple[str, ...] | None) -> frozenset[int]:
+    """The positions of the complex event after ``SELECT``: ``*`` keeps all."""
+    if select is None:
+        return v.data()
+    return frozenset().union(*(ps for var, ps in v.mu if var in select))
+
+
+def _numeric(value: Any) -> int | float | None:
+    return value if _is_number(value) else None
+
+
+def _substreams(query: ast.Query, events: Sequence[Event]) -> list[tuple[Key | None, list[int]]]:
+    """The global indexes of each substream, with its partition key."""
+    if not query.partition_by:
+        return [(None, list(range(len(events))))]
+    groups: dict[tuple[tuple[bool, Any], ...], tuple[Key, list[int]]] = {}
+    for index, event in enumerate(events):
+        values = tuple(event.get(attr) for attr in query.partition_by)
+        if any(value is None for value in values):
+            continue  # an event with a NULL partition attribute is in no partition
+        # Bools are not numbers: keep True and 1 in different partitions.
+        identity = tuple((isinstance(value, bool), value) for value in values)
+        groups.setdefault(identity, (values, []))[1].append(index)
+    return list(groups.values())
+
+
+def _clock(query: ast.Query, time_field: str) -> str | None:
+    """The attribute a clock window is measured on, or None for other windows."""
+    window = query.within
+    if window is None or window.kind is ast.WindowKind.EVENTS:
+        return None
+    if window.kind is ast.WindowKind.TIME:
+        return time_field
+    return window.attr
+
+
+def _drop_late(indexes: list[int], events: Sequence[Event], clock: str) -> list[int]:
+    """Remove events whose clock is below the largest clock kept so far."""
+    kept: list[int] = []
+    latest: int | float | None = None
+    for index in indexes:
+        value = _numeric(events[index].get(clock))
+        if value is not None and latest is not None and value < latest:
+            continue
+        if value is not None:
+            latest = value
+        kept.append(index)
+    return kept
+
+
+def _in_window(
+    query: ast.Query, start: int, end: int, local_events: Sequence[Event], clock: str | None
+) -> bool:
+    window = query.within
+    if window is None:
+        return True
+    if clock is None:
+        return end - start <= window.epsilon
+    first = _numeric(local_events[start].get(clock))
+    last = _numeric(local_events[end].get(clock))
+    if first is None or last is None:
+        return False
+    return last - first <= window.epsilon
+
+
+def _select_strategy(
+    strategy: ast.Strategy, complex_events: set[tuple[int, int, frozenset[int]]]
+) -> set[tuple[int, int, frozenset[int]]]:
+    """Apply the selection strategy to one substream's complex events.
+
+    Only ALL (keep everything) is implemented. NEXT / LAST / MAX / STRICT would
+    go here: each compares the competitors that share the same ``end``.
+    """
+    if strategy is ast.Strategy.ALL:
+        return complex_events
+    raise NotImplementedError(f"the oracle does not implement SELECT {strategy.value}")
+
+
+def oracle_eval(
+    query: ast.Query,
+    events: Sequence[Event],
+    type_field: str = "type",
+    time_field: str = "timestamp",
+) -> set[OracleResult]:
+    """Every complex event of ``query`` over ``events``.
+
+    Returns ``(start, end, sorted positions, key)`` with global 0-based
+    positions and ``key`` the PARTITION BY values (None without PARTITION BY).
+    LIMIT is ignored.
+    """
+    if query.consume is not ast.Consume.NONE:
+        # Consumption would remove events used by earlier outputs: it makes the
+        # result depend on the order of processing, so it belongs here, per
+        # substream, once it is specified.
+        raise NotImplementedError(f"the oracle does not implement CONSUME BY {query.consume.value}")
+    clock = _clock(query, time_field)
+    results: set[OracleResult] = set()
+    for key, indexes in _substreams(query, events):
+        if clock is not None:
+            indexes = _drop_late(indexes, events, clock)
+        local_events = [events[i] for i in indexes]
+        valuations = evaluate_formula(query.where, local_events, type_field)
+        complex_events = {
+            (v.start, v.end, _project(v, query.select))
+            for v in valuations
+            if _in_window(query, v.start, v.end, local_events, clock)
+        }
+        for start, end, positions in _select_strategy(query.strategy, complex_events):
+            results.add(
+                (indexes[start], indexes[end], tuple(sorted(indexes[p] for p in positions)), key)
+            )
+    return results

@@ -1,0 +1,259 @@
+"""Hypothesis strategies for random CEQL queries and event streams.
+
+Queries are over event types A, B, C (and D, which streams never contain),
+variables u, v, w and integer attributes x, y in 0..3 (z is never present).
+Streams carry x, y, a partition attribute k in 0..1 and a mostly
+non-decreasing clock t; attributes are sometimes missing or None.
+
+Formulas are kept small (at most ``max_size`` CEL nodes, ``+`` nested at most
+``max_plus_depth`` deep) because the oracle materialises every valuation and
+``+`` can produce exponentially many of them.
+
+Time windows (``WITHIN n MILLISECONDS``) are measured on ``TIME_FIELD``: pass
+it as ``time_field`` to both the engine and the oracle.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from hypothesis import strategies as st
+
+from shared.ceql import ast
+
+EVENT_TYPES = ("A", "B", "C")
+ABSENT_TYPE = "D"  # in queries, never in streams
+VARIABLES = ("u", "v", "w")
+ATTRIBUTES = ("x", "y")
+MISSING_ATTRIBUTE = "z"  # in predicates, never in events
+PARTITION_ATTRIBUTE = "k"
+TIME_FIELD = "t"
+
+__all__ = [
+    "ABSENT_TYPE",
+    "EVENT_TYPES",
+    "TIME_FIELD",
+    "formulas",
+    "predicates",
+    "queries",
+    "streams",
+]
+
+_SMALL = st.integers(min_value=0, max_value=3)
+
+
+# ------------------------------------------------------------------- predicates
+
+
+def _attributes() -> st.SearchStrategy[ast.Attr]:
+    # z is rare: it is never present, so the predicate is constant.
+    return st.sampled_from((*ATTRIBUTES, *ATTRIBUTES, MISSING_ATTRIBUTE)).map(ast.Attr)
+
+
+def _consts() -> st.SearchStrategy[ast.Const]:
+    return _SMALL.map(ast.Const)
+
+
+def _expressions() -> st.SearchStrategy[ast.Expr]:
+    """Mostly a bare attribute; sometimes ``attr op const`` or ``attr op attr``."""
+    arith = st.builds(
+        ast.Arith,
+        op=st.sampled_from(("+", "-", "*")),
+        left=_attributes(),
+        right=st.one_of(_consts(), _attributes()),
+    )
+    return st.one_of(_attributes(), _attributes(), _attributes(), arith)
+
+
+def _atomic_predicates() -> st.SearchStrategy[ast.Pred]:
+    compare_const = st.builds(
+        ast.Compare,
+        op=st.sampled_from(("=", "!=", "<", ">=", "<=", ">")),
+        left=_expressions(),
+        right=_consts(),
+    )
+    compare_attrs = st.builds(
+        ast.Compare, op=st.sampled_from(("=", "!=", "<")), left=_attributes(), right=_attributes()
+    )
+    in_list = st.builds(
+        ast.InList,
+        expr=_attributes(),
+        values=st.lists(_consts(), min_size=1, max_size=3).map(tuple),
+        negated=st.booleans(),
+    )
+    in_range = st.builds(
+        ast.InRange, expr=_attributes(), low=_consts(), high=_consts(), negated=st.booleans()
+    )
+    return st.one_of(
+        compare_const,
+        compare_const,
+        compare_const,
+        compare_attrs,
+        in_list,
+        in_range,
+        st.builds(ast.BoolLit, st.booleans()),
+    )
+
+
+@cache  # strategies are immutable; building them per draw is what makes generation slow
+def predicates(max_depth: int = 2) -> st.SearchStrategy[ast.Pred]:
+    """Unary predicates with NOT / AND / OR nested at most ``max_depth`` deep."""
+    if max_depth <= 0:
+        return _atomic_predicates()
+    sub = predicates(max_depth - 1)
+    return st.one_of(
+        _atomic_predicates(),
+        _atomic_predicates(),
+        st.builds(ast.PNot, sub),
+        st.builds(ast.PAnd, sub, sub),
+        st.builds(ast.POr, sub, sub),
+    )
+
+
+@cache
+def _filters(bound: tuple[str, ...]) -> st.SearchStrategy[ast.FilterExpr]:
+    """``X[P]`` atoms over the given bound names, up to two combined by AND / OR."""
+    atom = st.builds(ast.FilterAtom, var=st.sampled_from(bound), pred=predicates())
+    return st.one_of(
+        atom,
+        atom,
+        st.builds(ast.FilterAnd, atom, atom),
+        st.builds(ast.FilterOr, atom, atom),
+    )
+
+
+# ---------------------------------------------------------------------- formulas
+
+
+_TYPE_NAMES = st.sampled_from((*EVENT_TYPES, *EVENT_TYPES, *EVENT_TYPES, ABSENT_TYPE))
+_VARIABLE_NAMES = st.sampled_from(VARIABLES)
+# The kinds of inner node possible, by (room for two operands, `+` still allowed).
+_NODE_KINDS = {
+    (binary, plus): st.sampled_from(
+        ("as", "filter") + (("plus",) if plus else ()) + (("seq", "seq", "or") if binary else ())
+    )
+    for binary in (False, True)
+    for plus in (False, True)
+}
+
+
+def _bound(formula: ast.Formula) -> set[str]:
+    """The variables (event types included) a formula can bind."""
+    if isinstance(formula, ast.EventType):
+        return {formula.name}
+    if isinstance(formula, ast.As):
+        return _bound(formula.formula) | {formula.var}
+    if isinstance(formula, ast.Seq | ast.Or):
+        return _bound(formula.left) | _bound(formula.right)
+    return _bound(formula.formula)
+
+
+def _formula_of_size(draw: st.DrawFn, size: int, plus_depth: int) -> ast.Formula:
+    """A formula of exactly ``size`` CEL nodes (filters count as one node).
+
+    A plain function driven by ``draw`` rather than a composite strategy, so no
+    strategy objects are built per node."""
+    if size <= 1:
+        return ast.EventType(draw(_TYPE_NAMES))
+    kind = draw(_NODE_KINDS[size >= 3, plus_depth > 0])
+    if kind in ("seq", "or"):
+        left_size = draw(st.integers(min_value=1, max_value=size - 2))
+        left = _formula_of_size(draw, left_size, plus_depth)
+        right = _formula_of_size(draw, size - 1 - left_size, plus_depth)
+        return ast.Seq(left, right) if kind == "seq" else ast.Or(left, right)
+    if kind == "plus":
+        return ast.Plus(_formula_of_size(draw, size - 1, plus_depth - 1))
+    inner = _formula_of_size(draw, size - 1, plus_depth)
+    if kind == "as":
+        return ast.As(inner, draw(_VARIABLE_NAMES))
+    return ast.Filter(inner, draw(_filters(tuple(sorted(_bound(inner))))))
+
+
+@st.composite
+def formulas(draw: st.DrawFn, max_size: int = 8, max_plus_depth: int = 2) -> ast.Formula:
+    """CEL formulas of 1..max_size nodes."""
+    size = draw(st.integers(min_value=1, max_value=max_size))
+    return _formula_of_size(draw, size, max_plus_depth)
+
+
+# ----------------------------------------------------------------------- queries
+
+
+# Amounts start at 1: the query checker rejects empty windows.
+_WINDOWS: st.SearchStrategy[ast.Window | None] = st.one_of(
+    st.none(),
+    st.builds(ast.Window, st.just(ast.WindowKind.EVENTS), st.integers(1, 4)),
+    st.builds(
+        ast.Window, st.just(ast.WindowKind.ATTRIBUTE), st.integers(1, 5), attr=st.just(TIME_FIELD)
+    ),
+    st.builds(
+        ast.Window, st.just(ast.WindowKind.TIME), st.integers(1, 5), unit=st.just("MILLISECONDS")
+    ),
+)
+
+
+@st.composite
+def queries(
+    draw: st.DrawFn,
+    max_size: int = 8,
+    max_plus_depth: int = 2,
+    projections: bool = True,
+    partitions: bool = True,
+    windows: bool = True,
+) -> ast.Query:
+    """Queries ``SELECT * | vars FROM S WHERE φ [PARTITION BY [k]] [WITHIN ...]``
+    with the ALL strategy and no consumption policy."""
+    where = draw(formulas(max_size=max_size, max_plus_depth=max_plus_depth))
+    select: tuple[str, ...] | None = None
+    if projections and draw(st.integers(0, 3)) == 0:
+        names = sorted(_bound(where))
+        select = tuple(draw(st.lists(st.sampled_from(names), min_size=1, unique=True)))
+    partition_by: tuple[str, ...] = ()
+    if partitions and draw(st.integers(0, 3)) == 0:
+        partition_by = (PARTITION_ATTRIBUTE,)
+    within = draw(_WINDOWS) if windows else None
+    return ast.Query(
+        where=where, select=select, streams=("S",), partition_by=partition_by, within=within
+    )
+
+
+# ----------------------------------------------------------------------- streams
+
+
+_STREAM_TYPES = st.sampled_from(("A", "A", "B", "B", "C"))
+_EVENT_ATTRIBUTES = (("x", _SMALL), ("y", _SMALL), ("k", st.integers(0, 1)))
+_ROLL = st.integers(0, 19)
+
+
+def _event(draw: st.DrawFn, clock: int | None) -> dict[str, Any]:
+    """One event with clock t = ``clock`` (no t when None); each of x, y, k is
+    occasionally None or missing altogether."""
+    event: dict[str, Any] = {"type": draw(_STREAM_TYPES)}
+    for name, values in _EVENT_ATTRIBUTES:
+        roll = draw(_ROLL)
+        if roll == 0:
+            continue
+        event[name] = None if roll == 1 else draw(values)
+    if clock is not None:
+        event[TIME_FIELD] = clock
+    return event
+
+
+# Clock increments: mostly 0..2, sometimes a step back that makes a late event.
+_STEPS = st.sampled_from((0, 0, 1, 1, 1, 1, 2, 2, 2, -1, -3))
+
+
+@st.composite
+def streams(draw: st.DrawFn, min_size: int = 0, max_size: int = 10) -> list[dict[str, Any]]:
+    """0..10 events whose clock t mostly grows by 0..2, sometimes steps back
+    (a late event) and sometimes is missing."""
+    # sampled_from draws sizes uniformly; integers() would favour tiny streams.
+    size = draw(st.sampled_from(range(min_size, max_size + 1)))
+    clock = draw(_SMALL)
+    out = []
+    for _ in range(size):
+        clock += draw(_STEPS)
+        has_clock = draw(_ROLL) > 1
+        out.append(_event(draw, clock if has_clock else None))
+    return out

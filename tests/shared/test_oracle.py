@@ -1,0 +1,414 @@
+"""Hand-computed checks of the brute-force oracle, so the differential suite
+compares the engine against something itself verified."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shared.ceql import ast
+from shared.ceql.printer import to_ceql
+from tests.shared.oracle import OracleResult, evaluate_formula, holds, oracle_eval
+from tests.shared.strategies import queries, streams
+
+# ----------------------------------------------------------------- AST shorthands
+
+A, B, C = ast.EventType("A"), ast.EventType("B"), ast.EventType("C")
+
+
+def seq(*parts: ast.Formula) -> ast.Formula:
+    out = parts[0]
+    for part in parts[1:]:
+        out = ast.Seq(out, part)
+    return out
+
+
+def cmp(attr: str, op: str, value: ast.Scalar) -> ast.Compare:
+    return ast.Compare(op, ast.Attr(attr), ast.Const(value))
+
+
+def atom(var: str, pred: ast.Pred) -> ast.FilterAtom:
+    return ast.FilterAtom(var, pred)
+
+
+def all_of(*filters: ast.FilterExpr) -> ast.FilterExpr:
+    out = filters[0]
+    for f in filters[1:]:
+        out = ast.FilterAnd(out, f)
+    return out
+
+
+def ev(type_: str, **attrs: Any) -> dict[str, Any]:
+    return {"type": type_, **attrs}
+
+
+def run(where: ast.Formula, events: list[dict[str, Any]], **clauses: Any) -> set[OracleResult]:
+    return oracle_eval(ast.Query(where=where, streams=("S",), **clauses), events)
+
+
+def ces(*triples: tuple[int, int, set[int]]) -> set[OracleResult]:
+    """Complex events without partition key."""
+    return {(s, e, tuple(sorted(ps)), None) for s, e, ps in triples}
+
+
+# -------------------------------------------------------- CORE Fig. 1 Q1 / Fig. 3
+
+SELL = ast.EventType("SELL")
+
+Q1 = ast.Filter(
+    seq(ast.As(SELL, "msft"), ast.As(SELL, "intel"), ast.As(SELL, "amzn")),
+    all_of(
+        atom("msft", cmp("name", "=", "MSFT")),
+        atom("msft", cmp("price", ">", 100)),
+        atom("intel", cmp("name", "=", "INTL")),
+        atom("amzn", cmp("name", "=", "AMZN")),
+        atom("amzn", cmp("price", "<", 2000)),
+    ),
+)
+
+FIG3 = [
+    ev("SELL", name="MSFT", price=101),
+    ev("SELL", name="MSFT", price=102),
+    ev("SELL", name="INTL", price=80),
+    ev("BUY", name="INTL", price=80),
+    ev("SELL", name="AMZN", price=1900),
+    ev("SELL", name="INTL", price=81),
+    ev("SELL", name="AMZN", price=1920),
+]
+
+
+def test_q1_fig3_all_outputs() -> None:
+    assert run(Q1, FIG3) == ces(
+        (0, 4, {0, 2, 4}),
+        (1, 4, {1, 2, 4}),
+        (0, 6, {0, 2, 6}),
+        (0, 6, {0, 5, 6}),
+        (1, 6, {1, 2, 6}),
+        (1, 6, {1, 5, 6}),
+    )
+
+
+def test_q1_fig3_within_5_events() -> None:
+    window = ast.Window(ast.WindowKind.EVENTS, 5)
+    assert run(Q1, FIG3, within=window) == ces(
+        (0, 4, {0, 2, 4}),
+        (1, 4, {1, 2, 4}),
+        (1, 6, {1, 2, 6}),
+        (1, 6, {1, 5, 6}),
+    )
+
+
+# ------------------------------------------------------------------ CEL operators
+
+
+def test_event_type_binds_single_positions() -> None:
+    events = [ev("A"), ev("B"), ev("A")]
+    assert run(A, events) == ces((0, 0, {0}), (2, 2, {2}))
+    assert run(ast.EventType("D"), events) == set()
+
+
+def test_sequence_is_non_contiguous_and_strict_in_order() -> None:
+    events = [ev("A"), ev("A"), ev("C"), ev("B")]
+    assert run(seq(A, B), events) == ces((0, 3, {0, 3}), (1, 3, {1, 3}))
+    # B ; A: the only B is last, so nothing.
+    assert run(seq(B, A), events) == set()
+    # A ; A needs two distinct, ordered A's.
+    assert run(seq(A, A), events) == ces((0, 1, {0, 1}))
+
+
+def test_or_is_union() -> None:
+    events = [ev("A"), ev("B"), ev("C")]
+    assert run(ast.Or(A, B), events) == ces((0, 0, {0}), (1, 1, {1}))
+
+
+def test_plus_gives_every_nonempty_subsequence() -> None:
+    events = [ev("A"), ev("A"), ev("B"), ev("A")]
+    # All non-empty subsets of {0, 1, 3}, interval from min to max.
+    assert run(ast.Plus(A), events) == ces(
+        (0, 0, {0}),
+        (1, 1, {1}),
+        (3, 3, {3}),
+        (0, 1, {0, 1}),
+        (0, 3, {0, 3}),
+        (1, 3, {1, 3}),
+        (0, 3, {0, 1, 3}),
+    )
+
+
+def test_plus_of_sequence() -> None:
+    events = [ev("A"), ev("B"), ev("A"), ev("B")]
+    assert run(ast.Plus(seq(A, B)), events) == ces(
+        (0, 1, {0, 1}),
+        (0, 3, {0, 3}),
+        (2, 3, {2, 3}),
+        (0, 3, {0, 1, 2, 3}),
+    )
+
+
+def test_nested_plus_equals_plus() -> None:
+    events = [ev("A"), ev("B"), ev("A"), ev("A")]
+    assert run(ast.Plus(ast.Plus(A)), events) == run(ast.Plus(A), events)
+
+
+def test_as_binds_all_positions_and_filter_sees_them() -> None:
+    events = [ev("A", x=1), ev("B", x=1), ev("A", x=1), ev("B", x=0)]
+    where = ast.Filter(ast.As(seq(A, B), "w"), atom("w", cmp("x", "=", 1)))
+    # w covers both events, so the B at 3 (x=0) is excluded.
+    assert run(where, events) == ces((0, 1, {0, 1}))
+
+
+def test_filter_on_variable_inside_plus_constrains_every_iteration() -> None:
+    events = [ev("A", x=1), ev("A", x=0), ev("A", x=1)]
+    where = ast.Filter(ast.Plus(ast.As(A, "v")), atom("v", cmp("x", "=", 1)))
+    assert run(where, events) == ces((0, 0, {0}), (2, 2, {2}), (0, 2, {0, 2}))
+
+
+def test_filter_on_event_type_constrains_the_bound_events_of_that_type() -> None:
+    events = [ev("A", x=1), ev("B", x=0), ev("A", x=0), ev("B", x=1)]
+    where = ast.Filter(seq(A, B), atom("A", cmp("x", "=", 1)))
+    assert run(where, events) == ces((0, 1, {0, 1}), (0, 3, {0, 3}))
+
+
+def test_filter_is_vacuous_on_unbound_variable() -> None:
+    events = [ev("A", x=0), ev("B", x=0)]
+    where = ast.Filter(ast.Or(A, ast.As(B, "v")), atom("v", cmp("x", "=", 1)))
+    # The A alternative does not bind v, so the filter holds vacuously.
+    assert run(where, events) == ces((0, 0, {0}))
+
+
+def test_filter_or_is_union_of_filtered_sets() -> None:
+    events = [ev("A", x=1), ev("A", x=0), ev("A", x=0), ev("A", x=1)]
+    where = ast.Filter(
+        seq(ast.As(A, "u"), ast.As(A, "v")),
+        ast.FilterOr(atom("u", cmp("x", "=", 1)), atom("v", cmp("x", "=", 1))),
+    )
+    got = run(where, events)
+    # Pairs (i, j), i < j, where event i or event j has x = 1.
+    expected = {
+        (i, j, (i, j), None)
+        for i in range(4)
+        for j in range(i + 1, 4)
+        if events[i]["x"] == 1 or events[j]["x"] == 1
+    }
+    assert got == expected
+    assert (1, 2, (1, 2), None) not in got
+
+
+def test_filter_and_equals_nested_filters() -> None:
+    events = [ev("A", x=1, y=0), ev("A", x=1, y=1), ev("B", x=0, y=1)]
+    f1, f2 = atom("A", cmp("x", "=", 1)), atom("B", cmp("y", "=", 1))
+    body = seq(A, B)
+    assert run(ast.Filter(body, ast.FilterAnd(f1, f2)), events) == run(
+        ast.Filter(ast.Filter(body, f1), f2), events
+    )
+
+
+def test_valuation_semantics_keeps_variables_apart() -> None:
+    # (A AS u) OR (A AS v) gives two valuations per A; both collapse to one complex event.
+    events = [ev("A")]
+    vals = evaluate_formula(ast.Or(ast.As(A, "u"), ast.As(A, "v")), events)
+    assert len(vals) == 2
+    assert run(ast.Or(ast.As(A, "u"), ast.As(A, "v")), events) == ces((0, 0, {0}))
+
+
+# ------------------------------------------------------------------- projection
+
+
+def test_select_projects_positions_but_keeps_interval() -> None:
+    events = [ev("A"), ev("C"), ev("B")]
+    where = seq(ast.As(A, "u"), B)
+    assert run(where, events, select=("u",)) == ces((0, 2, {0}))
+    assert run(where, events, select=("B",)) == ces((0, 2, {2}))
+    assert run(where, events) == ces((0, 2, {0, 2}))
+
+
+def test_select_of_unbound_variable_gives_empty_data() -> None:
+    events = [ev("A"), ev("B")]
+    where = ast.Or(ast.As(A, "u"), B)
+    assert run(where, events, select=("u",)) == ces((0, 0, {0}), (1, 1, set()))
+
+
+# -------------------------------------------------------------------- partition
+
+
+def test_partition_by_splits_the_stream_and_maps_back_positions() -> None:
+    events = [ev("A", k=0), ev("A", k=1), ev("B", k=1), ev("B"), ev("B", k=0)]
+    got = run(seq(A, B), events, partition_by=("k",))
+    # Event 3 has no k and belongs to no partition.
+    assert got == {(0, 4, (0, 4), (0,)), (1, 2, (1, 2), (1,))}
+
+
+def test_partition_by_none_value_is_no_partition() -> None:
+    events = [ev("A", k=None), ev("B", k=None)]
+    assert run(seq(A, B), events, partition_by=("k",)) == set()
+
+
+def test_partition_by_several_attributes() -> None:
+    events = [ev("A", k=0, j=1), ev("B", k=0, j=2), ev("B", k=0, j=1)]
+    got = run(seq(A, B), events, partition_by=("k", "j"))
+    assert got == {(0, 2, (0, 2), (0, 1))}
+
+
+def test_events_window_counts_positions_in_the_partition() -> None:
+    events = [ev("A", k=0), ev("C", k=1), ev("C", k=1), ev("B", k=0)]
+    window = ast.Window(ast.WindowKind.EVENTS, 1)
+    # Globally 0 and 3 are 3 apart; in partition k=0 they are adjacent.
+    assert run(seq(A, B), events, partition_by=("k",), within=window) == {(0, 3, (0, 3), (0,))}
+    assert run(seq(A, B), events, within=window) == set()
+
+
+# ---------------------------------------------------------------------- windows
+
+
+def test_events_window_zero_keeps_single_events_only() -> None:
+    events = [ev("A"), ev("A")]
+    window = ast.Window(ast.WindowKind.EVENTS, 0)
+    assert run(ast.Plus(A), events, within=window) == ces((0, 0, {0}), (1, 1, {1}))
+
+
+def test_attribute_window() -> None:
+    events = [ev("A", t=0), ev("A", t=2), ev("B", t=5), ev("B", t=6)]
+    window = ast.Window(ast.WindowKind.ATTRIBUTE, 4, attr="t")
+    # 6 - 0 > 4, 5 - 0 > 4; the others are within 4.
+    assert run(seq(A, B), events, within=window) == ces((1, 2, {1, 2}), (1, 3, {1, 3}))
+
+
+def test_attribute_window_drops_complex_events_without_clock_at_the_ends() -> None:
+    events = [ev("A"), ev("A", t=1), ev("C"), ev("B", t=2), ev("B", t="late")]
+    window = ast.Window(ast.WindowKind.ATTRIBUTE, 10, attr="t")
+    # Event 0 has no t, event 4 a non-numeric t: no complex event may start or
+    # end there; a clockless event in the middle (2) is fine.
+    where = seq(A, ast.Plus(ast.Or(B, C)))
+    assert run(where, events, within=window) == ces((1, 3, {1, 3}), (1, 3, {1, 2, 3}))
+
+
+def test_late_events_are_removed_before_evaluation() -> None:
+    events = [ev("A", t=5), ev("B", t=3), ev("B", t=5), ev("A"), ev("B", t=6)]
+    window = ast.Window(ast.WindowKind.ATTRIBUTE, 100, attr="t")
+    # Event 1 (t=3 after t=5) is late and never matches, even as a B.
+    # Event 3 has no clock: kept, but it can only sit strictly inside a match.
+    assert run(seq(A, B), events, within=window) == ces(
+        (0, 2, {0, 2}),
+        (0, 4, {0, 4}),
+    )
+    assert run(ast.Plus(B), events, within=window) == ces((2, 2, {2}), (4, 4, {4}), (2, 4, {2, 4}))
+
+
+def test_late_events_are_judged_per_partition() -> None:
+    events = [ev("A", k=0, t=5), ev("A", k=1, t=1), ev("B", k=1, t=2), ev("B", k=0, t=4)]
+    window = ast.Window(ast.WindowKind.ATTRIBUTE, 10, attr="t")
+    # t=1 after t=5 is late globally but not inside partition k=1; event 3 is
+    # late in partition k=0.
+    got = run(seq(A, B), events, within=window, partition_by=("k",))
+    assert got == {(1, 2, (1, 2), (1,))}
+
+
+def test_time_window_uses_time_field_in_milliseconds() -> None:
+    events = [
+        {"type": "A", "timestamp": 0},
+        {"type": "B", "timestamp": 1000},
+        {"type": "B", "timestamp": 2500},
+    ]
+    query = ast.Query(
+        where=seq(A, B), streams=("S",), within=ast.Window(ast.WindowKind.TIME, 2, unit="SECONDS")
+    )
+    assert oracle_eval(query, events) == ces((0, 1, {0, 1}))
+    renamed = [{"kind": e["type"], "ts": e["timestamp"]} for e in events]
+    assert oracle_eval(query, renamed, type_field="kind", time_field="ts") == ces((0, 1, {0, 1}))
+
+
+# ------------------------------------------------------------------- predicates
+
+
+@pytest.mark.parametrize(
+    ("pred", "event", "expected"),
+    [
+        (cmp("x", "=", 1), {"x": 1}, True),
+        (cmp("x", "=", 1), {"x": 1.0}, True),
+        (cmp("x", "=", 1), {}, False),
+        (cmp("x", "!=", 1), {}, False),
+        (cmp("x", "!=", 1), {"x": None}, False),
+        (cmp("x", "!=", 1), {"x": 2}, True),
+        (cmp("x", "!=", 1), {"x": "1"}, False),
+        (cmp("x", "=", 1), {"x": True}, False),
+        (cmp("x", "=", True), {"x": True}, True),
+        (cmp("x", "<", True), {"x": False}, False),
+        (cmp("x", "<", "b"), {"x": "a"}, True),
+        (ast.PNot(cmp("x", "=", 1)), {}, True),
+        (ast.PNot(cmp("x", "=", 1)), {"x": 1}, False),
+        (ast.InList(ast.Attr("x"), (ast.Const(1), ast.Const(2))), {"x": 2}, True),
+        (ast.InList(ast.Attr("x"), (ast.Const(1),)), {}, False),
+        (ast.InList(ast.Attr("x"), (ast.Const(1),), negated=True), {"x": 2}, True),
+        (ast.InList(ast.Attr("x"), (ast.Const(1),), negated=True), {}, True),
+        (ast.InRange(ast.Attr("x"), ast.Const(1), ast.Const(3)), {"x": 3}, True),
+        (ast.InRange(ast.Attr("x"), ast.Const(1), ast.Const(3)), {"x": 4}, False),
+        (ast.InRange(ast.Attr("x"), ast.Const(1), ast.Const(3)), {"x": "2"}, False),
+        (ast.Like(ast.Attr("s"), "a.c"), {"s": "abc"}, True),
+        (ast.Like(ast.Attr("s"), "a.c"), {"s": "abcd"}, False),
+        (ast.Like(ast.Attr("s"), "a.c"), {"s": 5}, False),
+        (ast.Like(ast.Attr("s"), "a.c", negated=True), {"s": "abcd"}, True),
+        (ast.BoolLit(False), {}, False),
+        (
+            ast.Compare(">", ast.Arith("+", ast.Attr("x"), ast.Attr("y")), ast.Const(2)),
+            {"x": 1, "y": 2},
+            True,
+        ),
+        (
+            ast.Compare(">", ast.Arith("+", ast.Attr("x"), ast.Attr("y")), ast.Const(2)),
+            {"x": 1},
+            False,
+        ),
+        (
+            ast.Compare("!=", ast.Arith("/", ast.Attr("x"), ast.Attr("y")), ast.Const(2)),
+            {"x": 1, "y": 0},
+            False,
+        ),
+        (ast.Compare("=", ast.Neg(ast.Attr("x")), ast.Const(-2)), {"x": 2}, True),
+        (ast.Compare("=", ast.Attr("x"), ast.Attr("y")), {"x": 1, "y": 1}, True),
+        (ast.PAnd(cmp("x", ">=", 1), cmp("y", "<", 1)), {"x": 1, "y": 0}, True),
+        (ast.POr(cmp("x", ">=", 1), cmp("y", "<", 1)), {"x": 0, "y": 1}, False),
+    ],
+)
+def test_predicate_semantics(pred: ast.Pred, event: dict[str, Any], expected: bool) -> None:
+    assert holds(pred, event) is expected
+
+
+def test_missing_values_in_a_query() -> None:
+    events = [ev("A", x=1), ev("A"), ev("A", x=None), ev("A", x=2)]
+    not_one = ast.Filter(A, atom("A", cmp("x", "!=", 1)))
+    assert run(not_one, events) == ces((3, 3, {3}))
+    negated = ast.Filter(A, atom("A", ast.PNot(cmp("x", "=", 1))))
+    assert run(negated, events) == ces((1, 1, {1}), (2, 2, {2}), (3, 3, {3}))
+
+
+# ------------------------------------------------ properties of the oracle itself
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(data=st.data())
+def test_plus_equals_its_unrolling(data: st.DataObject) -> None:
+    """φ+ over n events equals φ OR φ;φ OR ... (n copies): a check of the fixpoint."""
+    query = data.draw(queries(max_size=3, max_plus_depth=1))
+    events = data.draw(streams(max_size=5))
+    body = query.where
+    plus = ast.Plus(body)
+    unrolled: ast.Formula = body
+    chain: ast.Formula = body
+    for _ in range(1, len(events)):
+        chain = ast.Seq(chain, body)
+        unrolled = ast.Or(unrolled, chain)
+    assert evaluate_formula(plus, events) == evaluate_formula(unrolled, events)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(query=queries(), events=streams())
+def test_oracle_runs_on_generated_inputs(query: ast.Query, events: list[dict[str, Any]]) -> None:
+    results = oracle_eval(query, events, time_field="t")
+    for start, end, positions, key in results:
+        assert 0 <= start <= end < len(events)
+        assert all(start <= p <= end for p in positions)
+        assert (key is None) == (not query.partition_by)
+    assert to_ceql(query)
