@@ -12,18 +12,21 @@ The pipeline, stage by stage (each a module named for the paper's concept)::
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from shared.cea.construction import compile_formula
 from shared.cea.predicates import compile_predicate
+from shared.cea.strict import strict_product
 from shared.ceql import ast
 from shared.ceql.parser import parse_and_check
 from shared.complex_event import KeyValue
-from shared.errors import CEQLError
 from shared.evaluation.determinization import DetCEA
+from shared.evaluation.evaluator import Evaluator
+from shared.evaluation.maximal import MaxCEA, MaxEvaluator
+from shared.evaluation.priority import PriorityEvaluator
 from shared.evaluation.query_evaluator import QueryEvaluator
+from shared.evaluation.substream import SubstreamEvaluator
 from shared.evaluation.window import clock_of, epsilon_of
 from shared.events.timestamps import parse_timestamp
 
@@ -42,10 +45,14 @@ class CompiledQuery:
         self.type_field = type_field
         self.time_field = time_field
         self.ast: ast.Query = parse_and_check(text)
-        _reject_unsupported(self.ast, text)
         cea, atoms = compile_formula(self.ast.where, self.ast.select)
+        self.strategy = self.ast.strategy
+        if self.strategy is ast.Strategy.STRICT:
+            cea = strict_product(cea)
         self.cea = cea
         self.dcea = DetCEA(cea, [compile_predicate(p) for p in atoms.preds], type_field)
+        self.max_cea = MaxCEA(self.dcea) if self.strategy is ast.Strategy.MAX else None
+        self.consume = self.ast.consume
         self.partition_attrs = self.ast.partition_by
         self.partitioned = bool(self.partition_attrs)
         self.clock = clock_of(self.ast.within, time_field)
@@ -59,6 +66,16 @@ class CompiledQuery:
 
     def evaluator(self) -> QueryEvaluator:
         return QueryEvaluator(self)
+
+    def substream_evaluator(self) -> SubstreamEvaluator:
+        """A fresh evaluator for one substream, by selection strategy."""
+        if self.strategy in (ast.Strategy.NEXT, ast.Strategy.LAST):
+            return PriorityEvaluator(
+                self.dcea, self.epsilon, last=self.strategy is ast.Strategy.LAST
+            )
+        if self.max_cea is not None:
+            return MaxEvaluator(self.max_cea, self.epsilon)
+        return Evaluator(self.dcea, self.epsilon)
 
     def restore(self, data: bytes) -> QueryEvaluator:
         """An evaluator continuing exactly where the one that made ``data`` stopped."""
@@ -120,33 +137,3 @@ def _schema_of(query: ast.Query) -> dict[str, dict[str, ast.AttrType]]:
         for event in stream.events:
             schema.setdefault(event.name, {}).update(event.attributes)
     return schema
-
-
-def _reject_unsupported(query: ast.Query, text: str) -> None:
-    """Selection strategies other than ALL and consumption other than NONE arrive with
-    their automaton constructions; until then say so instead of silently doing ALL."""
-    if query.strategy is not ast.Strategy.ALL:
-        _fail(
-            text,
-            rf"\b{query.strategy.value}\b",
-            f"selection strategy {query.strategy.value} is not supported yet",
-            "ALL (or no strategy)",
-        )
-    if query.consume is not ast.Consume.NONE:
-        _fail(
-            text,
-            r"\bCONSUME\b",
-            f"CONSUME BY {query.consume.value} is not supported yet",
-            "CONSUME BY NONE (or no CONSUME BY clause)",
-        )
-
-
-def _fail(text: str, pattern: str, message: str, expected: str) -> None:
-    match = re.search(pattern, text, re.IGNORECASE)
-    offset = match.start() if match else 0
-    line = text.count("\n", 0, offset) + 1
-    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
-    length = match.end() - match.start() if match else 1
-    raise CEQLError(
-        message, line=line, column=column, source=text, length=length, expected=expected
-    )

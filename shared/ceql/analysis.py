@@ -277,7 +277,7 @@ class _PredicateChecker:
                     )
 
     def kind(self, expr: ast.Expr) -> str | None:
-        """ "number", "string" or "boolean" when known statically; checks as it goes."""
+        """The kind of ``expr`` (number, string, boolean) if known statically; checks it too."""
         match expr:
             case ast.Const(value=bool()):
                 return "boolean"

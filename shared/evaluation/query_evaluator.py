@@ -12,6 +12,12 @@ substream (it never takes part in a complex event) and counted in ``late``;
 ``last_late`` says whether the latest processed event was one. The CLI reports
 these; dropping rather than failing keeps an endless stream alive, as CORE's
 own evaluator does.
+
+Consumption: once a complex event is output at position j, ``CONSUME BY
+PARTITION`` restarts the partition's evaluator (every later complex event there
+starts after j) and ``CONSUME BY ANY`` restarts every partition's. Restarting is
+O(1): the active states are dropped, not scanned, and ANY bumps an epoch that
+each substream compares with its own on its next event.
 """
 
 from __future__ import annotations
@@ -19,9 +25,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from shared.ceql.ast import Consume
 from shared.complex_event import ComplexEvent, KeyValue
 from shared.evaluation.enumeration import enumerate_node
-from shared.evaluation.evaluator import Evaluator
+from shared.evaluation.substream import SubstreamEvaluator
+from shared.evaluation.tecs import Node
 
 if TYPE_CHECKING:
     from shared.query import CompiledQuery
@@ -35,7 +43,9 @@ class QueryEvaluator:
     def __init__(self, query: CompiledQuery) -> None:
         self.query = query
         self.position = 0  # global position of the next event
-        self.substreams: dict[Key, Evaluator] = {}
+        self.substreams: dict[Key, SubstreamEvaluator] = {}
+        self.epoch = 0  # bumped by each CONSUME BY ANY restart
+        self.epochs: dict[Key, int] = {}  # the epoch each substream last restarted in
         self.late = 0
         self.last_late = False
         self.unpartitioned = 0  # events lacking a PARTITION BY attribute
@@ -52,7 +62,11 @@ class QueryEvaluator:
             return []
         sub = self.substreams.get(key)
         if sub is None:
-            sub = self.substreams[key] = Evaluator(query.dcea, query.epsilon)
+            sub = self.substreams[key] = query.substream_evaluator()
+            self.epochs[key] = self.epoch
+        elif self.epochs[key] != self.epoch:
+            sub.reset()  # a CONSUME BY ANY restart happened since this key's last event
+            self.epochs[key] = self.epoch
         clock_fn = query.clock
         if clock_fn is None:
             clock: float | None = sub.clock
@@ -66,7 +80,13 @@ class QueryEvaluator:
         finals = sub.advance(j, event, query.dcea.letter(event), clock)
         if not finals:
             return []
-        return self._output(finals, sub.tau, j, key if query.partitioned else None)
+        out = self._output(finals, sub.tau, j, key if query.partitioned else None)
+        if out and query.consume is not Consume.NONE:
+            sub.reset()
+            if query.consume is Consume.ANY:
+                self.epoch += 1
+                self.epochs[key] = self.epoch
+        return out
 
     def process_batch(self, events: Iterable[Mapping[str, Any]]) -> list[ComplexEvent]:
         out: list[ComplexEvent] = []
@@ -74,7 +94,9 @@ class QueryEvaluator:
             out.extend(self.process(event))
         return out
 
-    def _output(self, finals: list, tau: float, j: int, key: Key | None) -> list[ComplexEvent]:
+    def _output(
+        self, finals: list[Node], tau: float, j: int, key: Key | None
+    ) -> list[ComplexEvent]:
         limit = self.query.limit
         out: list[ComplexEvent] = []
         for node in finals:

@@ -21,9 +21,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from shared.errors import SnapshotError
-from shared.evaluation.evaluator import Evaluator
 from shared.evaluation.query_evaluator import QueryEvaluator
-from shared.evaluation.tecs import DEAD, UNION, Node
+from shared.evaluation.tecs import DEAD, Node
 
 if TYPE_CHECKING:
     from shared.query import CompiledQuery
@@ -93,26 +92,23 @@ class _Writer:
 
 
 def dump(ev: QueryEvaluator) -> bytes:
-    dcea = ev.query.dcea
     writer = _Writer()
-    subs = []
-    for key, sub in ev.substreams.items():
-        active = [
-            [sorted(dcea.states[q]), [writer.node(n) for n in ul]] for q, ul in sub.active.items()
-        ]
-        subs.append(
-            {
-                "key": list(key),
-                "clock": sub.clock,
-                "last_clock": _num(sub.last_clock),
-                "tau": _num(sub.tau),
-                "active": active,
-            }
-        )
+    subs = [
+        {
+            "key": list(key),
+            "epoch": ev.epochs[key],
+            "clock": sub.clock,
+            "last_clock": _num(sub.last_clock),
+            "tau": _num(sub.tau),
+            "state": sub.export(writer.node),
+        }
+        for key, sub in ev.substreams.items()
+    ]
     doc = {
         "format": FORMAT,
         "query": ev.query.fingerprint,
         "position": ev.position,
+        "epoch": ev.epoch,
         "late": ev.late,
         "unpartitioned": ev.unpartitioned,
         "events": [dict(e) for e in writer.events],
@@ -127,8 +123,8 @@ def load(query: CompiledQuery, data: bytes) -> QueryEvaluator:
         doc = json.loads(zlib.decompress(data))
     except (zlib.error, ValueError) as exc:
         raise SnapshotError(f"not a cerfleet snapshot: {exc}") from exc
-    if doc.get("format") != FORMAT:
-        raise SnapshotError(f"unsupported snapshot format {doc.get('format')!r}")
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise SnapshotError("unsupported snapshot format")
     if doc.get("query") != query.fingerprint:
         raise SnapshotError("snapshot was taken for a different query")
     events: list[Mapping[str, Any]] = doc["events"]
@@ -147,36 +143,20 @@ def load(query: CompiledQuery, data: bytes) -> QueryEvaluator:
         )
     ev = QueryEvaluator(query)
     ev.position = doc["position"]
+    ev.epoch = doc["epoch"]
     ev.late = doc["late"]
     ev.unpartitioned = doc["unpartitioned"]
-    dcea = query.dcea
     for s in doc["substreams"]:
-        sub = Evaluator(dcea, query.epsilon)
+        sub = query.substream_evaluator()
         sub.clock = s["clock"]
         sub.last_clock = _unnum(s["last_clock"], float("-inf"))
         sub.tau = _unnum(s["tau"], float("-inf"))
-        for states, ids in s["active"]:
-            sub.active[dcea.intern(frozenset(states))] = [nodes[i] for i in ids]
-        if sub.made is not None:
-            # Its union nodes may still need their right child cut once it leaves the window.
-            sub.made = _unions_under([n for ul in sub.active.values() for n in ul])
-        ev.substreams[tuple(s["key"])] = sub
+        sub.load(s["state"], nodes.__getitem__)
+        sub.rebuild_reclaimer()
+        key = tuple(s["key"])
+        ev.substreams[key] = sub
+        ev.epochs[key] = s["epoch"]
     return ev
-
-
-def _unions_under(roots: list[Node]) -> list[Node]:
-    seen: set[int] = set()
-    out: list[Node] = []
-    stack = list(roots)
-    while stack:
-        n = stack.pop()
-        if id(n) in seen or n is DEAD:
-            continue
-        seen.add(id(n))
-        if n.kind == UNION:
-            out.append(n)
-        stack.extend(c for c in (n.left, n.right) if c is not None)
-    return out
 
 
 def _child(nodes: list[Node], ref: int) -> Node | None:

@@ -126,6 +126,32 @@ def merge(ul: UnionList, made: list[Node] | None = None) -> Node:
     return node
 
 
+def combine(a: UnionList, b: UnionList, made: list[Node] | None = None) -> UnionList:
+    """The union-list of the runs of ``a`` and ``b`` (disjoint), reusing one of them.
+
+    Selection strategies gather runs into a state from several predecessors in no
+    particular max-start order; inserting the merge of the list with the smaller
+    first max keeps ``insert``'s precondition.
+    """
+    if not a:
+        return b
+    if not b:
+        return a
+    if a[0].max < b[0].max:
+        a, b = b, a
+    insert(a, merge(b, made), made)
+    return a
+
+
+def prune(ul: UnionList, tau: float) -> None:
+    """Drop the entries whose max-start fell out of the window (all, if ``n0`` did)."""
+    if ul and ul[0].tmax < tau:
+        ul.clear()
+        return
+    while ul and ul[-1].tmax < tau:
+        ul.pop()
+
+
 def safe(n: Node) -> bool:
     """Safe node: non-union, or odepth 1 with a right child of odepth <= 2."""
     if n.kind != UNION:

@@ -23,6 +23,32 @@ Semantics choices beyond the paper (the engine must agree):
   drop complex events whose start or end lacks a numeric clock; "late" events
   (clock below the maximum clock already kept in the substream) are removed
   from the substream before evaluation.
+
+Selection strategies and consumption policies (also beyond the paper):
+
+* Order of evaluation, per substream: late events are dropped, then every
+  complex event ``(start, end, D)`` is computed (valuations, then projection:
+  D is the projected positions), then the selection strategy keeps some of
+  them, then WITHIN filters the kept ones. A strategy therefore does not see
+  the window: ``SELECT NEXT * ... WHERE A ; B WITHIN 1 EVENTS`` over A A B
+  selects {0, 2} and the window then drops it, so nothing is output.
+* The competitors of a complex event are the complex events of the query in
+  the same substream with the same ``end``; they are compared on D only, so
+  complex events with the same D and different starts are all kept or all
+  dropped. ALL keeps everything; STRICT keeps a D that is contiguous in the
+  substream's positions (∅ and singletons are); NEXT / LAST keep the maximum
+  D for ≤next / ≤last (§4 of the Foundations paper, with the maximum rather
+  than the printed minimum); MAX keeps a D that no competitor's D strictly
+  contains.
+* CONSUME BY ANY is a sequential process over the input with one restart
+  index r (initially 0): the outputs at position j are the complex events
+  ending at j of the query evaluated over the input events with index >= r
+  only (strategy and window included); if there is at least one, r becomes
+  j + 1. CONSUME BY PARTITION keeps one restart index per substream and an
+  output only moves its own substream's; without PARTITION BY it is ANY.
+  Late events are dropped over the whole input, before any of this.
+* LIMIT is not modelled: the engine may output any ``n`` of the complex
+  events of one ``end``.
 """
 
 from __future__ import annotations
@@ -39,7 +65,16 @@ Event = Mapping[str, Any]
 Key = tuple[Any, ...]
 OracleResult = tuple[int, int, tuple[int, ...], Key | None]
 
-__all__ = ["Valuation", "evaluate_formula", "oracle_eval"]
+__all__ = [
+    "Valuation",
+    "evaluate_formula",
+    "is_contiguous",
+    "last_le",
+    "next_le",
+    "oracle_by_end",
+    "oracle_eval",
+    "select_positions",
+]
 
 
 # ------------------------------------------------------------------- valuations
@@ -243,7 +278,7 @@ def _iterate(base: set[Valuation]) -> set[Valuation]:
     return result
 
 
-# --------------------------------------------------------------------- queries
+# ------------------------------------------------ projection, substreams, windows
 
 
 def _project(v: Valuation, select: tuple[str, ...] | None) -> frozenset[int]:
@@ -311,17 +346,149 @@ def _in_window(
     return last - first <= window.epsilon
 
 
+# --------------------------------------------------- selection strategies (§4)
+
+LocalComplexEvent = tuple[int, int, frozenset[int]]
+"""``(start, end, D)`` in the positions of one substream."""
+
+
+def next_le(d1: frozenset[int], d2: frozenset[int]) -> bool:
+    """``D1 ≤next D2``: equal, or the first position where they differ is in D2."""
+    return d1 == d2 or min(d1 ^ d2) in d2
+
+
+def last_le(d1: frozenset[int], d2: frozenset[int]) -> bool:
+    """``D1 ≤last D2``: equal, or the last position where they differ is in D2."""
+    return d1 == d2 or max(d1 ^ d2) in d2
+
+
+def is_contiguous(positions: frozenset[int]) -> bool:
+    """No gap between the smallest and the largest position (true for ∅ and singletons)."""
+    return not positions or max(positions) - min(positions) + 1 == len(positions)
+
+
+def _maximum(
+    candidates: set[frozenset[int]], le: Callable[[frozenset[int], frozenset[int]], bool]
+) -> frozenset[int]:
+    """The D with ``D' le D`` for every candidate D'. A linear scan finds it because
+    ``le`` is a total order (Lemma 1); the final check re-states the definition."""
+    best = next(iter(candidates))
+    for positions in candidates:
+        if le(best, positions):
+            best = positions
+    assert all(le(positions, best) for positions in candidates), "not a total order"
+    return best
+
+
+def select_positions(
+    strategy: ast.Strategy, candidates: set[frozenset[int]]
+) -> set[frozenset[int]]:
+    """Which of the competitors' data sets (one ``end``) the strategy keeps."""
+    if strategy is ast.Strategy.ALL or not candidates:
+        return set(candidates)
+    if strategy is ast.Strategy.STRICT:
+        return {positions for positions in candidates if is_contiguous(positions)}
+    if strategy is ast.Strategy.NEXT:
+        return {_maximum(candidates, next_le)}
+    if strategy is ast.Strategy.LAST:
+        return {_maximum(candidates, last_le)}
+    if strategy is ast.Strategy.MAX:
+        return {
+            positions
+            for positions in candidates
+            if not any(positions < other for other in candidates if len(other) > len(positions))
+        }
+    raise TypeError(f"not a strategy: {strategy!r}")
+
+
 def _select_strategy(
-    strategy: ast.Strategy, complex_events: set[tuple[int, int, frozenset[int]]]
-) -> set[tuple[int, int, frozenset[int]]]:
+    strategy: ast.Strategy, complex_events: set[LocalComplexEvent]
+) -> set[LocalComplexEvent]:
     """Apply the selection strategy to one substream's complex events.
 
-    Only ALL (keep everything) is implemented. NEXT / LAST / MAX / STRICT would
-    go here: each compares the competitors that share the same ``end``.
+    Competitors are the complex events with the same ``end``; they are compared
+    on their positions only, so complex events that differ only in ``start``
+    stand or fall together.
     """
-    if strategy is ast.Strategy.ALL:
-        return complex_events
-    raise NotImplementedError(f"the oracle does not implement SELECT {strategy.value}")
+    by_end: dict[int, set[frozenset[int]]] = {}
+    for _, end, positions in complex_events:
+        by_end.setdefault(end, set()).add(positions)
+    kept = {end: select_positions(strategy, candidates) for end, candidates in by_end.items()}
+    return {ce for ce in complex_events if ce[2] in kept[ce[1]]}
+
+
+# --------------------------------------------------------------------- queries
+
+
+GlobalComplexEvent = tuple[int, int, tuple[int, ...]]
+
+
+def _evaluate_substream(
+    query: ast.Query,
+    events: Sequence[Event],
+    indexes: Sequence[int],
+    type_field: str,
+    clock: str | None,
+) -> set[GlobalComplexEvent]:
+    """The query over the substream made of ``events[i] for i in indexes``:
+    valuations, projection, strategy, then window; global positions."""
+    local_events = [events[i] for i in indexes]
+    valuations = evaluate_formula(query.where, local_events, type_field)
+    complex_events = {(v.start, v.end, _project(v, query.select)) for v in valuations}
+    return {
+        (indexes[start], indexes[end], tuple(sorted(indexes[p] for p in positions)))
+        for start, end, positions in _select_strategy(query.strategy, complex_events)
+        if _in_window(query, start, end, local_events, clock)
+    }
+
+
+def oracle_by_end(
+    query: ast.Query,
+    events: Sequence[Event],
+    type_field: str = "type",
+    time_field: str = "timestamp",
+) -> dict[int, set[OracleResult]]:
+    """The complex events of ``query`` over ``events``, by the position of their
+    ``end`` (the event whose processing outputs them); ends without output are absent.
+
+    LIMIT is ignored: the engine may output any ``n`` of each set.
+    """
+    clock = _clock(query, time_field)
+    substreams = [
+        (key, _drop_late(indexes, events, clock) if clock is not None else indexes)
+        for key, indexes in _substreams(query, events)
+    ]
+    by_end: dict[int, set[OracleResult]] = {}
+    if query.consume is ast.Consume.NONE:
+        for key, indexes in substreams:
+            for start, end, positions in _evaluate_substream(
+                query, events, indexes, type_field, clock
+            ):
+                by_end.setdefault(end, set()).add((start, end, positions, key))
+        return by_end
+
+    # Consumption: a sequential process. Each substream is evaluated as if the
+    # input started at its restart index; an output at j restarts after j (every
+    # substream for ANY, only the outputting one for PARTITION).
+    restart = [0] * len(substreams)
+    cache: dict[tuple[int, int], set[GlobalComplexEvent]] = {}
+    for j in range(len(events)):
+        for p, (key, indexes) in enumerate(substreams):
+            if j not in indexes:
+                continue  # only j's own substream has complex events ending at j
+            r = restart[p]
+            if (p, r) not in cache:
+                suffix = [i for i in indexes if i >= r]
+                cache[p, r] = _evaluate_substream(query, events, suffix, type_field, clock)
+            output = {(start, end, ps, key) for start, end, ps in cache[p, r] if end == j}
+            if not output:
+                continue
+            by_end.setdefault(j, set()).update(output)
+            if query.consume is ast.Consume.ANY:
+                restart = [j + 1] * len(substreams)
+            else:
+                restart[p] = j + 1
+    return by_end
 
 
 def oracle_eval(
@@ -336,25 +503,7 @@ def oracle_eval(
     positions and ``key`` the PARTITION BY values (None without PARTITION BY).
     LIMIT is ignored.
     """
-    if query.consume is not ast.Consume.NONE:
-        # Consumption would remove events used by earlier outputs: it makes the
-        # result depend on the order of processing, so it belongs here, per
-        # substream, once it is specified.
-        raise NotImplementedError(f"the oracle does not implement CONSUME BY {query.consume.value}")
-    clock = _clock(query, time_field)
     results: set[OracleResult] = set()
-    for key, indexes in _substreams(query, events):
-        if clock is not None:
-            indexes = _drop_late(indexes, events, clock)
-        local_events = [events[i] for i in indexes]
-        valuations = evaluate_formula(query.where, local_events, type_field)
-        complex_events = {
-            (v.start, v.end, _project(v, query.select))
-            for v in valuations
-            if _in_window(query, v.start, v.end, local_events, clock)
-        }
-        for start, end, positions in _select_strategy(query.strategy, complex_events):
-            results.add(
-                (indexes[start], indexes[end], tuple(sorted(indexes[p] for p in positions)), key)
-            )
+    for output in oracle_by_end(query, events, type_field, time_field).values():
+        results |= output
     return results

@@ -11,10 +11,14 @@ Formulas are kept small (at most ``max_size`` CEL nodes, ``+`` nested at most
 
 Time windows (``WITHIN n MILLISECONDS``) are measured on ``TIME_FIELD``: pass
 it as ``time_field`` to both the engine and the oracle.
+
+``queries`` draws ``SELECT ALL`` without consumption unless told which selection
+strategies and consumption policies to draw from.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
@@ -193,6 +197,10 @@ _WINDOWS: st.SearchStrategy[ast.Window | None] = st.one_of(
 )
 
 
+_NO_STRATEGY_CLAUSES = (ast.Strategy.ALL,)
+_NO_CONSUMPTION = (ast.Consume.NONE,)
+
+
 @st.composite
 def queries(
     draw: st.DrawFn,
@@ -201,9 +209,19 @@ def queries(
     projections: bool = True,
     partitions: bool = True,
     windows: bool = True,
+    strategies: Sequence[ast.Strategy] = _NO_STRATEGY_CLAUSES,
+    consumes: Sequence[ast.Consume] = _NO_CONSUMPTION,
+    limits: bool = False,
 ) -> ast.Query:
-    """Queries ``SELECT * | vars FROM S WHERE φ [PARTITION BY [k]] [WITHIN ...]``
-    with the ALL strategy and no consumption policy."""
+    """Queries ``SELECT [strategy] * | vars FROM S WHERE φ [PARTITION BY [k]]
+    [WITHIN ...] [CONSUME BY ...] [LIMIT n]``.
+
+    The strategy and the consumption policy are drawn from ``strategies`` and
+    ``consumes`` (by default ALL and NONE only). With ``limits`` a quarter of
+    the queries without consumption get ``LIMIT 1..3``; queries with a
+    consumption policy never have a LIMIT (which complex events it lets through
+    is unspecified, and consumption would depend on it).
+    """
     where = draw(formulas(max_size=max_size, max_plus_depth=max_plus_depth))
     select: tuple[str, ...] | None = None
     if projections and draw(st.integers(0, 3)) == 0:
@@ -213,8 +231,20 @@ def queries(
     if partitions and draw(st.integers(0, 3)) == 0:
         partition_by = (PARTITION_ATTRIBUTE,)
     within = draw(_WINDOWS) if windows else None
+    strategy = draw(st.sampled_from(tuple(strategies)))
+    consume = draw(st.sampled_from(tuple(consumes)))
+    limit: int | None = None
+    if limits and consume is ast.Consume.NONE and draw(st.integers(0, 3)) == 0:
+        limit = draw(st.integers(1, 3))
     return ast.Query(
-        where=where, select=select, streams=("S",), partition_by=partition_by, within=within
+        where=where,
+        select=select,
+        strategy=strategy,
+        streams=("S",),
+        partition_by=partition_by,
+        within=within,
+        consume=consume,
+        limit=limit,
     )
 
 

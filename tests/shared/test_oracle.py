@@ -3,6 +3,7 @@ compares the engine against something itself verified."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -11,7 +12,17 @@ from hypothesis import strategies as st
 
 from shared.ceql import ast
 from shared.ceql.printer import to_ceql
-from tests.shared.oracle import OracleResult, evaluate_formula, holds, oracle_eval
+from tests.shared.oracle import (
+    OracleResult,
+    evaluate_formula,
+    holds,
+    is_contiguous,
+    last_le,
+    next_le,
+    oracle_by_end,
+    oracle_eval,
+    select_positions,
+)
 from tests.shared.strategies import queries, streams
 
 # ----------------------------------------------------------------- AST shorthands
@@ -404,11 +415,167 @@ def test_plus_equals_its_unrolling(data: st.DataObject) -> None:
 
 
 @settings(max_examples=300, deadline=None, database=None)
-@given(query=queries(), events=streams())
+@given(
+    query=queries(strategies=tuple(ast.Strategy), consumes=tuple(ast.Consume), limits=True),
+    events=streams(),
+)
 def test_oracle_runs_on_generated_inputs(query: ast.Query, events: list[dict[str, Any]]) -> None:
-    results = oracle_eval(query, events, time_field="t")
-    for start, end, positions, key in results:
-        assert 0 <= start <= end < len(events)
-        assert all(start <= p <= end for p in positions)
-        assert (key is None) == (not query.partition_by)
+    by_end = oracle_by_end(query, events, time_field="t")
+    for end, results in by_end.items():
+        assert results
+        for start, result_end, positions, key in results:
+            assert result_end == end
+            assert 0 <= start <= end < len(events)
+            assert all(start <= p <= end for p in positions)
+            assert (key is None) == (not query.partition_by)
+    assert oracle_eval(query, events, time_field="t") == set().union(*by_end.values())
     assert to_ceql(query)
+
+
+# ---------------------------------------------------------- selection strategies
+
+
+def fs(*positions: int) -> frozenset[int]:
+    return frozenset(positions)
+
+
+def test_orders_on_the_paper_examples() -> None:
+    # §4 of the Foundations paper: {5,8} ≤next {1,8} and {1,8} ≤last {5,8}.
+    assert next_le(fs(5, 8), fs(1, 8))
+    assert not next_le(fs(1, 8), fs(5, 8))
+    assert last_le(fs(1, 8), fs(5, 8))
+    assert not last_le(fs(5, 8), fs(1, 8))
+    # A superset is greater for both orders; ∅ is the least set.
+    assert next_le(fs(1, 8), fs(1, 5, 8)) and last_le(fs(1, 8), fs(1, 5, 8))
+    assert next_le(fs(), fs(3)) and last_le(fs(), fs(3))
+
+
+_SETS = st.frozensets(st.integers(0, 5), max_size=6)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(d1=_SETS, d2=_SETS, d3=_SETS)
+def test_orders_are_total_orders(
+    d1: frozenset[int], d2: frozenset[int], d3: frozenset[int]
+) -> None:
+    """Lemma 1: ≤next (and likewise ≤last) is total, antisymmetric and transitive."""
+    for le in (next_le, last_le):
+        assert le(d1, d1)
+        assert le(d1, d2) or le(d2, d1)
+        if le(d1, d2) and le(d2, d1):
+            assert d1 == d2
+        if le(d1, d2) and le(d2, d3):
+            assert le(d1, d3)
+
+
+def test_is_contiguous() -> None:
+    assert is_contiguous(fs()) and is_contiguous(fs(4)) and is_contiguous(fs(2, 3, 4))
+    assert not is_contiguous(fs(2, 4))
+
+
+def test_select_positions_by_hand() -> None:
+    candidates = {fs(1, 8), fs(5, 8), fs(7, 8), fs(1, 5, 8)}
+    assert select_positions(ast.Strategy.ALL, candidates) == candidates
+    assert select_positions(ast.Strategy.STRICT, candidates) == {fs(7, 8)}
+    assert select_positions(ast.Strategy.NEXT, candidates) == {fs(1, 5, 8)}
+    assert select_positions(ast.Strategy.LAST, candidates) == {fs(7, 8)}
+    assert select_positions(ast.Strategy.MAX, candidates) == {fs(1, 5, 8), fs(7, 8)}
+    for strategy in ast.Strategy:
+        assert select_positions(strategy, set()) == set()
+
+
+def _with(query: ast.Query, **changes: Any) -> ast.Query:
+    return dataclasses.replace(query, **changes)
+
+
+def _positions_by_end(results: set[OracleResult]) -> dict[tuple[int, Any], set[tuple[int, ...]]]:
+    out: dict[tuple[int, Any], set[tuple[int, ...]]] = {}
+    for _, end, positions, key in results:
+        out.setdefault((end, key), set()).add(positions)
+    return out
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(query=queries(), events=streams())
+def test_strategies_are_related_as_expected(query: ast.Query, events: list[dict[str, Any]]) -> None:
+    """STRICT ⊆ ALL and NEXT, LAST ⊆ MAX ⊆ ALL; NEXT and LAST keep one set of
+    positions per end and substream; a complex event is kept exactly when a kept
+    one has the same end, key and positions (the start does not matter)."""
+    run = {s: oracle_eval(_with(query, strategy=s), events, time_field="t") for s in ast.Strategy}
+    every = run[ast.Strategy.ALL]
+    assert run[ast.Strategy.STRICT] <= every
+    assert run[ast.Strategy.MAX] <= every
+    assert run[ast.Strategy.NEXT] <= run[ast.Strategy.MAX]
+    assert run[ast.Strategy.LAST] <= run[ast.Strategy.MAX]
+    if query.within is None:  # a window may drop the selected set at some ends
+        assert _positions_by_end(every).keys() == _positions_by_end(run[ast.Strategy.NEXT]).keys()
+    for strategy in (ast.Strategy.NEXT, ast.Strategy.LAST):
+        for positions in _positions_by_end(run[strategy]).values():
+            assert len(positions) == 1
+    for strategy, results in run.items():
+        kept = {(end, positions, key) for _, end, positions, key in results}
+        assert results == {r for r in every if (r[1], r[2], r[3]) in kept}, strategy
+
+
+# ------------------------------------------------------------------- consumption
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(query=queries(strategies=tuple(ast.Strategy)), events=streams())
+def test_consume_by_partition_without_partition_by_is_any(
+    query: ast.Query, events: list[dict[str, Any]]
+) -> None:
+    query = _with(query, partition_by=())
+    assert oracle_eval(_with(query, consume=ast.Consume.PARTITION), events, time_field="t") == (
+        oracle_eval(_with(query, consume=ast.Consume.ANY), events, time_field="t")
+    )
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(query=queries(), events=streams())
+def test_consumption_under_all_keeps_a_subset_starting_after_each_output(
+    query: ast.Query, events: list[dict[str, Any]]
+) -> None:
+    """With SELECT ALL, consuming only removes complex events, and every output
+    starts after the previous output's end (of any substream for ANY, of its own
+    for PARTITION)."""
+    everything = oracle_eval(query, events, time_field="t")
+    for consume in (ast.Consume.ANY, ast.Consume.PARTITION):
+        by_end = oracle_by_end(_with(query, consume=consume), events, time_field="t")
+        assert set().union(*by_end.values()) <= everything
+        last_output: dict[Any, int] = {}
+        for end in sorted(by_end):
+            for start, _, _, key in by_end[end]:
+                scope = None if consume is ast.Consume.ANY else key
+                assert start > last_output.get(scope, -1)
+            for _, _, _, key in by_end[end]:
+                last_output[None if consume is ast.Consume.ANY else key] = end
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(query=queries(strategies=tuple(ast.Strategy), partitions=False), events=streams())
+def test_consume_by_any_is_a_restart_on_the_rest_of_the_stream(
+    query: ast.Query, events: list[dict[str, Any]]
+) -> None:
+    """A second, recursive reading of CONSUME BY ANY: up to the first output it
+    agrees with no consumption; after an output at j it is the same query on
+    ``events[j + 1:]``, positions shifted by j + 1. (Without PARTITION BY and
+    clock windows, whose late events depend on what came before.)"""
+    if query.within is not None and query.within.kind is not ast.WindowKind.EVENTS:
+        query = _with(query, within=None)
+    consuming = _with(query, consume=ast.Consume.ANY)
+    got = oracle_by_end(consuming, events, time_field="t")
+    plain = oracle_by_end(query, events, time_field="t")
+    if not plain:
+        assert not got
+        return
+    first = min(plain)
+    assert got.get(first) == plain[first]
+    assert all(end >= first for end in got)
+    shift = first + 1
+    rest = oracle_by_end(consuming, events[shift:], time_field="t")
+    shifted = {
+        end + shift: {(s + shift, e + shift, tuple(p + shift for p in ps), k) for s, e, ps, k in rs}
+        for end, rs in rest.items()
+    }
+    assert {end: rs for end, rs in got.items() if end > first} == shifted

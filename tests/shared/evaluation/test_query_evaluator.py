@@ -85,17 +85,3 @@ def test_restored_evaluator_continues_exactly() -> None:
         ev = q.restore(ev.snapshot())
     assert got == expected
     assert expected  # the case really produces output
-
-
-@pytest.mark.parametrize(
-    "query, message",
-    [
-        ("SELECT NEXT * FROM S WHERE A ; B", "NEXT is not supported yet"),
-        ("SELECT * FROM S WHERE A ; B CONSUME BY ANY", "CONSUME BY ANY is not supported yet"),
-    ],
-)
-def test_strategies_not_yet_built_are_refused_clearly(query: str, message: str) -> None:
-    from shared import CEQLError
-
-    with pytest.raises(CEQLError, match=message):
-        compile_query(query)
