@@ -18,9 +18,11 @@ from typing import Any
 from shared.cea.construction import compile_formula
 from shared.cea.predicates import compile_predicate
 from shared.cea.strict import strict_product
+from shared.cea.vector_predicates import compile_vector_predicate
 from shared.ceql import ast
 from shared.ceql.parser import parse_and_check
 from shared.complex_event import KeyValue
+from shared.evaluation.batch import BatchLetters
 from shared.evaluation.determinization import DetCEA
 from shared.evaluation.evaluator import Evaluator
 from shared.evaluation.maximal import MaxCEA, MaxEvaluator
@@ -51,6 +53,8 @@ class CompiledQuery:
             cea = strict_product(cea)
         self.cea = cea
         self.dcea = DetCEA(cea, [compile_predicate(p) for p in atoms.preds], type_field)
+        self._atom_preds = atoms.preds
+        self._batch: BatchLetters | None = None
         self.max_cea = MaxCEA(self.dcea) if self.strategy is ast.Strategy.MAX else None
         self.consume = self.ast.consume
         self.partition_attrs = self.ast.partition_by
@@ -63,6 +67,15 @@ class CompiledQuery:
         self.fingerprint = hashlib.sha256(
             "\0".join((text, type_field, time_field)).encode()
         ).hexdigest()
+
+    @property
+    def batch(self) -> BatchLetters:
+        """Letters of columnar batches, built on first use (the numpy fast path)."""
+        if self._batch is None:
+            self._batch = BatchLetters(
+                self.dcea, [compile_vector_predicate(p) for p in self._atom_preds]
+            )
+        return self._batch
 
     def evaluator(self) -> QueryEvaluator:
         return QueryEvaluator(self)

@@ -42,6 +42,7 @@ class DetCEA:
             if t.guard.etype is not None:
                 bucket = relevant[self.type_index[t.guard.etype]]
                 bucket.extend(a for a in sorted(t.guard.atoms) if a not in bucket)
+        self.atoms_by_type: list[list[int]] = relevant
         self._atoms_by_type: list[tuple[Predicate, ...]] = [
             tuple(predicates[a] for a in atoms) for atoms in relevant
         ]
@@ -80,6 +81,11 @@ class DetCEA:
             if pred(event):
                 bits |= 1 << k
         return ti + bits * self._radix
+
+    @property
+    def radix(self) -> int:
+        """Letters are ``type index + radix * atom bits``."""
+        return self._radix
 
     def step(self, sid: int, letter: int) -> tuple[int, int]:
         """``(δ(S, v, •), δ(S, v, ∘))``, each NONE when no transition applies."""

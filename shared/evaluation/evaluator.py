@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from shared.evaluation.batch import Relevance
 from shared.evaluation.determinization import NONE, DetCEA
 from shared.evaluation.substream import NodeOf, NodeRef, SubstreamEvaluator, nodes_of
 from shared.evaluation.tecs import Node, UnionList, extend, insert, merge, new_bottom
@@ -39,8 +40,18 @@ class Evaluator(SubstreamEvaluator):
         step = self.dcea.step
         made = self.made
         new: dict[int, UnionList] = {}
-
-        def exec_trans(p: int, ul: UnionList) -> None:
+        # q0 first, then T in insertion order: decreasing max-start, which keeps every
+        # insert's precondition max(n) <= max(n0) (App. B.3). ExecTrans is inlined: this
+        # loop is the engine's hot path.
+        pending: list[tuple[int, UnionList]] = []
+        if clock is not None:
+            pending.append((self.dcea.initial, [new_bottom(j, clock)]))
+        pending.extend(self.active.items())
+        for p, ul in pending:
+            if ul[0].tmax < tau:
+                continue  # expired: no run in it can end inside a future window
+            while ul[-1].tmax < tau:
+                ul.pop()
             marked_to, unmarked_to = step(p, letter)
             n: Node | None = None
             if marked_to != NONE:
@@ -55,15 +66,6 @@ class Evaluator(SubstreamEvaluator):
                     insert(new[unmarked_to], n if n is not None else merge(ul, made), made)
                 else:
                     new[unmarked_to] = ul  # handed over: each list is consumed once per event
-
-        if clock is not None:
-            exec_trans(self.dcea.initial, [new_bottom(j, clock)])
-        for p, ul in self.active.items():
-            if ul[0].tmax < tau:
-                continue
-            while ul[-1].tmax < tau:
-                ul.pop()
-            exec_trans(p, ul)
         self.active = new
         self.after_event()
         if clock is None:
@@ -73,6 +75,13 @@ class Evaluator(SubstreamEvaluator):
 
     def reset(self) -> None:
         self.active = {}
+
+    def relevant(self, rel: Relevance) -> frozenset[int]:
+        held = tuple(self.active)
+        found = rel.held.get(held)
+        if found is None:
+            found = rel.held[held] = rel.start.union(*(rel.of_state(q) for q in held))
+        return found
 
     @property
     def idle(self) -> bool:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from shared.evaluation.batch import Relevance
 from shared.evaluation.determinization import NONE, DetCEA
 from shared.evaluation.substream import NodeOf, NodeRef, SubstreamEvaluator, nodes_of
 from shared.evaluation.tecs import Node, UnionList, combine, extend, merge, new_bottom, prune
@@ -158,6 +159,15 @@ class MaxEvaluator(SubstreamEvaluator):
     def reset(self) -> None:
         self.active = {}
         self.pseudo = self.max_cea.pseudo
+
+    def relevant(self, rel: Relevance) -> frozenset[int]:
+        held = (self.pseudo, *self.active)
+        found = rel.held.get(held)
+        if found is None:
+            found = rel.held[held] = frozenset().union(
+                *(rel.of_class(self.max_cea, c) for c in held)
+            )
+        return found
 
     @property
     def idle(self) -> bool:

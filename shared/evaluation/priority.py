@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from shared.evaluation.batch import Relevance
 from shared.evaluation.determinization import NONE, DetCEA
 from shared.evaluation.substream import NodeOf, NodeRef, SubstreamEvaluator, nodes_of
 from shared.evaluation.tecs import Node, UnionList, combine, extend, merge, new_bottom, prune
@@ -105,6 +106,13 @@ class PriorityEvaluator(SubstreamEvaluator):
 
     def reset(self) -> None:
         self.groups = [[]]
+
+    def relevant(self, rel: Relevance) -> frozenset[int]:
+        held = tuple(q for group in self.groups for q, _ in group)
+        found = rel.held.get(held)
+        if found is None:
+            found = rel.held[held] = rel.start.union(*(rel.of_state(q) for q in held))
+        return found
 
     @property
     def idle(self) -> bool:

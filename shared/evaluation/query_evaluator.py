@@ -25,8 +25,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from shared.cea.vector_predicates import RowView
 from shared.ceql.ast import Consume
 from shared.complex_event import ComplexEvent, KeyValue
+from shared.evaluation.batch import NextRelevant, Relevance, clock_column, column_length
 from shared.evaluation.enumeration import enumerate_node
 from shared.evaluation.substream import SubstreamEvaluator
 from shared.evaluation.tecs import Node
@@ -60,13 +64,7 @@ class QueryEvaluator:
         if key is None:
             self.unpartitioned += 1
             return []
-        sub = self.substreams.get(key)
-        if sub is None:
-            sub = self.substreams[key] = query.substream_evaluator()
-            self.epochs[key] = self.epoch
-        elif self.epochs[key] != self.epoch:
-            sub.reset()  # a CONSUME BY ANY restart happened since this key's last event
-            self.epochs[key] = self.epoch
+        sub = self._substream(key)
         clock_fn = query.clock
         if clock_fn is None:
             clock: float | None = sub.clock
@@ -77,7 +75,90 @@ class QueryEvaluator:
                 self.last_late = True
                 return []
         sub.clock += 1
-        finals = sub.advance(j, event, query.dcea.letter(event), clock)
+        return self._advance(sub, key, j, event, query.dcea.letter(event), clock)
+
+    def process_batch(self, events: Iterable[Mapping[str, Any]]) -> list[ComplexEvent]:
+        out: list[ComplexEvent] = []
+        for event in events:
+            out.extend(self.process(event))
+        return out
+
+    def process_columns(self, columns: Mapping[str, np.ndarray]) -> list[ComplexEvent]:
+        """Process a batch given as numpy columns (one array per attribute, the type
+        column included; NaN marks a missing number). Same output as ``process`` on
+        each row in order, but events that change nothing are skipped in bulk (see ``batch``)."""
+        n = column_length(columns)
+        query = self.query
+        rows = RowView(columns)
+        if query.partitioned:
+            # Per-key clocks and restarts need the key of every event: row by row.
+            return self.process_batch(rows.at(i) for i in range(n))
+        letters = query.batch.letters(columns, n)
+        sub = self._substream(())
+        base, eps = self.position, query.epsilon
+        self.position += n
+        self.last_late = False
+        if query.clock is None:
+            clocks = None
+            local = sub.clock + np.arange(n)  # EVENTS windows count every event
+            late = np.zeros(n, dtype=bool)
+        else:
+            clocks = clock_column(query, columns, n)
+            # The latest clock before each event; an event below it is late.
+            before = np.fmax.accumulate(np.concatenate(([sub.last_clock], clocks)))
+            late = clocks < before[:-1]
+            self.late += int(late.sum())
+            local = sub.clock + np.cumsum(~late) - 1
+        finder = NextRelevant(letters, late)
+        rel = Relevance(query.dcea, finder.letters)
+        letter_of = letters.tolist()
+        out: list[ComplexEvent] = []
+        i = 0
+        while (nxt := finder.first_from(i, sub.relevant(rel))) is not None:
+            i = nxt
+            clock: float | None
+            if clocks is None:
+                clock = int(local[i])
+            else:
+                # The events skipped before i moved the window: catch τ up first.
+                sub.last_clock = float(before[i])
+                if sub.last_clock != float("-inf"):
+                    sub.tau = sub.last_clock - eps
+                clock = None if np.isnan(clocks[i]) else float(clocks[i])
+            sub.clock = int(local[i]) + 1
+            out += self._advance(sub, (), base + i, rows.at(i), letter_of[i], clock)
+            i += 1
+        if n:
+            sub.clock = int(local[-1]) + 1
+            if clocks is None:
+                sub.tau = max(sub.tau, sub.clock - 1 - eps)
+            else:
+                sub.last_clock = float(np.fmax(before[-1], clocks[-1]))
+                if sub.last_clock != float("-inf"):
+                    sub.tau = sub.last_clock - eps
+        return out
+
+    def _substream(self, key: Key) -> SubstreamEvaluator:
+        sub = self.substreams.get(key)
+        if sub is None:
+            sub = self.substreams[key] = self.query.substream_evaluator()
+            self.epochs[key] = self.epoch
+        elif self.epochs[key] != self.epoch:
+            sub.reset()  # a CONSUME BY ANY restart happened since this key's last event
+            self.epochs[key] = self.epoch
+        return sub
+
+    def _advance(
+        self,
+        sub: SubstreamEvaluator,
+        key: Key,
+        j: int,
+        event: Mapping[str, Any],
+        letter: int,
+        clock: float | None,
+    ) -> list[ComplexEvent]:
+        query = self.query
+        finals = sub.advance(j, event, letter, clock)
         if not finals:
             return []
         out = self._output(finals, sub.tau, j, key if query.partitioned else None)
@@ -86,12 +167,6 @@ class QueryEvaluator:
             if query.consume is Consume.ANY:
                 self.epoch += 1
                 self.epochs[key] = self.epoch
-        return out
-
-    def process_batch(self, events: Iterable[Mapping[str, Any]]) -> list[ComplexEvent]:
-        out: list[ComplexEvent] = []
-        for event in events:
-            out.extend(self.process(event))
         return out
 
     def _output(

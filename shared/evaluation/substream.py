@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from shared.evaluation.batch import Relevance
 from shared.evaluation.determinization import DetCEA
 from shared.evaluation.reclamation import Reclaimer, unions_under
 from shared.evaluation.tecs import Node, UnionList
@@ -64,6 +65,11 @@ class SubstreamEvaluator:
 
     def reset(self) -> None:
         """Consumption: drop every partial match, as if the substream restarted now."""
+        raise NotImplementedError
+
+    def relevant(self, rel: Relevance) -> frozenset[int]:
+        """The batch letters that would change this evaluator's state; an event with
+        any other letter changes nothing but the clocks (see ``batch``)."""
         raise NotImplementedError
 
     @property

@@ -38,6 +38,7 @@ __all__ = [
     "ABSENT_TYPE",
     "EVENT_TYPES",
     "TIME_FIELD",
+    "event_types",
     "formulas",
     "predicates",
     "queries",
@@ -130,16 +131,42 @@ def _filters(bound: tuple[str, ...]) -> st.SearchStrategy[ast.FilterExpr]:
 # ---------------------------------------------------------------------- formulas
 
 
-_TYPE_NAMES = st.sampled_from((*EVENT_TYPES, *EVENT_TYPES, *EVENT_TYPES, ABSENT_TYPE))
+# By ``dense`` (see ``formulas``).
+_TYPE_NAMES = {
+    False: st.sampled_from((*EVENT_TYPES, *EVENT_TYPES, *EVENT_TYPES, ABSENT_TYPE)),
+    True: st.sampled_from(EVENT_TYPES),
+}
 _VARIABLE_NAMES = st.sampled_from(VARIABLES)
-# The kinds of inner node possible, by (room for two operands, `+` still allowed).
+
+
+def _node_kinds(binary: bool, plus: bool, dense: bool) -> st.SearchStrategy[str]:
+    """The kinds of inner node possible with room for two operands or not, with
+    ``+`` still allowed or not; dense formulas have relatively fewer filters."""
+    kinds: tuple[str, ...] = ("as", "filter")
+    if plus:
+        kinds += ("plus",)
+    if binary:
+        kinds += ("seq", "seq", "or")
+    if dense:
+        kinds = tuple(kind for kind in kinds if kind != "filter") * 2 + ("filter",)
+    return st.sampled_from(kinds)
+
+
 _NODE_KINDS = {
-    (binary, plus): st.sampled_from(
-        ("as", "filter") + (("plus",) if plus else ()) + (("seq", "seq", "or") if binary else ())
-    )
+    (binary, plus, dense): _node_kinds(binary, plus, dense)
     for binary in (False, True)
     for plus in (False, True)
+    for dense in (False, True)
 }
+
+
+def event_types(formula: ast.Formula) -> set[str]:
+    """The event types a formula mentions."""
+    if isinstance(formula, ast.EventType):
+        return {formula.name}
+    if isinstance(formula, ast.Seq | ast.Or):
+        return event_types(formula.left) | event_types(formula.right)
+    return event_types(formula.formula)
 
 
 def _bound(formula: ast.Formula) -> set[str]:
@@ -153,32 +180,38 @@ def _bound(formula: ast.Formula) -> set[str]:
     return _bound(formula.formula)
 
 
-def _formula_of_size(draw: st.DrawFn, size: int, plus_depth: int) -> ast.Formula:
+def _formula_of_size(draw: st.DrawFn, size: int, plus_depth: int, dense: bool) -> ast.Formula:
     """A formula of exactly ``size`` CEL nodes (filters count as one node).
 
     A plain function driven by ``draw`` rather than a composite strategy, so no
     strategy objects are built per node."""
     if size <= 1:
-        return ast.EventType(draw(_TYPE_NAMES))
-    kind = draw(_NODE_KINDS[size >= 3, plus_depth > 0])
+        return ast.EventType(draw(_TYPE_NAMES[dense]))
+    kind = draw(_NODE_KINDS[size >= 3, plus_depth > 0, dense])
     if kind in ("seq", "or"):
         left_size = draw(st.integers(min_value=1, max_value=size - 2))
-        left = _formula_of_size(draw, left_size, plus_depth)
-        right = _formula_of_size(draw, size - 1 - left_size, plus_depth)
+        left = _formula_of_size(draw, left_size, plus_depth, dense)
+        right = _formula_of_size(draw, size - 1 - left_size, plus_depth, dense)
         return ast.Seq(left, right) if kind == "seq" else ast.Or(left, right)
     if kind == "plus":
-        return ast.Plus(_formula_of_size(draw, size - 1, plus_depth - 1))
-    inner = _formula_of_size(draw, size - 1, plus_depth)
+        return ast.Plus(_formula_of_size(draw, size - 1, plus_depth - 1, dense))
+    inner = _formula_of_size(draw, size - 1, plus_depth, dense)
     if kind == "as":
         return ast.As(inner, draw(_VARIABLE_NAMES))
     return ast.Filter(inner, draw(_filters(tuple(sorted(_bound(inner))))))
 
 
 @st.composite
-def formulas(draw: st.DrawFn, max_size: int = 8, max_plus_depth: int = 2) -> ast.Formula:
-    """CEL formulas of 1..max_size nodes."""
-    size = draw(st.integers(min_value=1, max_value=max_size))
-    return _formula_of_size(draw, size, max_plus_depth)
+def formulas(
+    draw: st.DrawFn, max_size: int = 8, max_plus_depth: int = 2, dense: bool = False
+) -> ast.Formula:
+    """CEL formulas of 1..max_size nodes.
+
+    ``dense`` formulas match more, and more ways per event, as selection
+    strategies and consumption need: at least 2 nodes, no absent event type,
+    and ``+``, ``;`` and OR more often than FILTER."""
+    size = draw(st.integers(min_value=2 if dense else 1, max_value=max_size))
+    return _formula_of_size(draw, size, max_plus_depth, dense)
 
 
 # ----------------------------------------------------------------------- queries
@@ -198,6 +231,7 @@ _WINDOWS: st.SearchStrategy[ast.Window | None] = st.one_of(
 
 
 _NO_STRATEGY_CLAUSES = (ast.Strategy.ALL,)
+_LIMITS = st.sampled_from((1, 1, 2, 3))
 _NO_CONSUMPTION = (ast.Consume.NONE,)
 
 
@@ -212,30 +246,41 @@ def queries(
     strategies: Sequence[ast.Strategy] = _NO_STRATEGY_CLAUSES,
     consumes: Sequence[ast.Consume] = _NO_CONSUMPTION,
     limits: bool = False,
+    dense: bool = False,
 ) -> ast.Query:
     """Queries ``SELECT [strategy] * | vars FROM S WHERE φ [PARTITION BY [k]]
     [WITHIN ...] [CONSUME BY ...] [LIMIT n]``.
 
     The strategy and the consumption policy are drawn from ``strategies`` and
-    ``consumes`` (by default ALL and NONE only). With ``limits`` a quarter of
-    the queries without consumption get ``LIMIT 1..3``; queries with a
+    ``consumes`` (by default ALL and NONE only). With ``limits`` half of the
+    queries without consumption get ``LIMIT 1..3`` (mostly 1); queries with a
     consumption policy never have a LIMIT (which complex events it lets through
     is unspecified, and consumption would depend on it).
+
+    ``dense`` queries have ``dense`` formulas (see ``formulas``) and PARTITION BY
+    half of the time instead of a quarter (three quarters with CONSUME BY
+    PARTITION, so that partitions consume independently).
     """
-    where = draw(formulas(max_size=max_size, max_plus_depth=max_plus_depth))
+    where = draw(formulas(max_size=max_size, max_plus_depth=max_plus_depth, dense=dense))
     select: tuple[str, ...] | None = None
     if projections and draw(st.integers(0, 3)) == 0:
         names = sorted(_bound(where))
         select = tuple(draw(st.lists(st.sampled_from(names), min_size=1, unique=True)))
-    partition_by: tuple[str, ...] = ()
-    if partitions and draw(st.integers(0, 3)) == 0:
-        partition_by = (PARTITION_ATTRIBUTE,)
-    within = draw(_WINDOWS) if windows else None
     strategy = draw(st.sampled_from(tuple(strategies)))
     consume = draw(st.sampled_from(tuple(consumes)))
+    partition_by: tuple[str, ...] = ()
+    # 1 in 4, or 1 in 2 when dense, and 3 in 4 when dense with CONSUME BY PARTITION.
+    partition_roll = draw(st.integers(0, 3))
+    if partitions and (
+        partition_roll == 0
+        or (dense and partition_roll == 1)
+        or (dense and consume is ast.Consume.PARTITION and partition_roll == 2)
+    ):
+        partition_by = (PARTITION_ATTRIBUTE,)
+    within = draw(_WINDOWS) if windows else None
     limit: int | None = None
-    if limits and consume is ast.Consume.NONE and draw(st.integers(0, 3)) == 0:
-        limit = draw(st.integers(1, 3))
+    if limits and consume is ast.Consume.NONE and draw(st.booleans()):
+        limit = draw(_LIMITS)
     return ast.Query(
         where=where,
         select=select,
@@ -251,15 +296,15 @@ def queries(
 # ----------------------------------------------------------------------- streams
 
 
-_STREAM_TYPES = st.sampled_from(("A", "A", "B", "B", "C"))
+_STREAM_TYPES = ("A", "A", "B", "B", "C")
 _EVENT_ATTRIBUTES = (("x", _SMALL), ("y", _SMALL), ("k", st.integers(0, 1)))
 _ROLL = st.integers(0, 19)
 
 
-def _event(draw: st.DrawFn, clock: int | None) -> dict[str, Any]:
+def _event(draw: st.DrawFn, types: st.SearchStrategy[str], clock: int | None) -> dict[str, Any]:
     """One event with clock t = ``clock`` (no t when None); each of x, y, k is
     occasionally None or missing altogether."""
-    event: dict[str, Any] = {"type": draw(_STREAM_TYPES)}
+    event: dict[str, Any] = {"type": draw(types)}
     for name, values in _EVENT_ATTRIBUTES:
         roll = draw(_ROLL)
         if roll == 0:
@@ -275,9 +320,16 @@ _STEPS = st.sampled_from((0, 0, 1, 1, 1, 1, 2, 2, 2, -1, -3))
 
 
 @st.composite
-def streams(draw: st.DrawFn, min_size: int = 0, max_size: int = 10) -> list[dict[str, Any]]:
+def streams(
+    draw: st.DrawFn,
+    min_size: int = 0,
+    max_size: int = 10,
+    types: Sequence[str] = _STREAM_TYPES,
+) -> list[dict[str, Any]]:
     """0..10 events whose clock t mostly grows by 0..2, sometimes steps back
-    (a late event) and sometimes is missing."""
+    (a late event) and sometimes is missing. Event types are drawn from
+    ``types`` (repeat a type to make it more frequent)."""
+    type_names = st.sampled_from(tuple(types))
     # sampled_from draws sizes uniformly; integers() would favour tiny streams.
     size = draw(st.sampled_from(range(min_size, max_size + 1)))
     clock = draw(_SMALL)
@@ -285,5 +337,5 @@ def streams(draw: st.DrawFn, min_size: int = 0, max_size: int = 10) -> list[dict
     for _ in range(size):
         clock += draw(_STEPS)
         has_clock = draw(_ROLL) > 1
-        out.append(_event(draw, clock if has_clock else None))
+        out.append(_event(draw, type_names, clock if has_clock else None))
     return out

@@ -28,7 +28,7 @@ from shared.ceql.printer import to_ceql
 from shared.complex_event import ComplexEvent
 from shared.query import compile_query
 from tests.shared.oracle import OracleResult, oracle_by_end
-from tests.shared.strategies import TIME_FIELD, queries, streams
+from tests.shared.strategies import EVENT_TYPES, TIME_FIELD, event_types, queries, streams
 
 MAX_EXAMPLES = int(os.environ.get("CERFLEET_DIFF_EXAMPLES", "2500"))
 
@@ -100,16 +100,33 @@ def test_engine_matches_oracle(query: ast.Query, stream: Stream) -> None:
     check_against_oracle(query, stream)
 
 
+def strategy_examples(data: st.DataObject, strategy: ast.Strategy) -> tuple[ast.Query, Stream]:
+    """A query with ``strategy``, any consumption policy, window and partitioning
+    (LIMIT only without consumption) and a stream for it. Three in four are
+    dense (see ``queries``) over at least 3 events mostly of the query's own
+    event types, so that several complex events compete for the same end and
+    consumption has something to consume."""
+    dense = data.draw(st.sampled_from((True, True, True, False)), label="dense")
+    query = data.draw(
+        queries(strategies=(strategy,), consumes=tuple(ast.Consume), limits=True, dense=dense),
+        label="query",
+    )
+    if dense:
+        # Mostly the query's own event types, and every type of the stream now and then.
+        types = sorted(event_types(query.where) & set(EVENT_TYPES)) * 3 + list(EVENT_TYPES)
+        stream = data.draw(streams(min_size=3, types=types), label="stream")
+    else:
+        stream = data.draw(streams(), label="stream")
+    return query, stream
+
+
 @pytest.mark.parametrize("strategy", list(ast.Strategy), ids=lambda s: s.value)
 @settings(max_examples=MAX_EXAMPLES, deadline=None, database=None)
 @given(data=st.data())
 def test_strategy_matches_oracle(strategy: ast.Strategy, data: st.DataObject) -> None:
     """One selection strategy with every consumption policy, window kind and
     partitioning drawn at random, and LIMIT without consumption."""
-    query = data.draw(
-        queries(strategies=(strategy,), consumes=tuple(ast.Consume), limits=True), label="query"
-    )
-    stream = data.draw(streams(), label="stream")
+    query, stream = strategy_examples(data, strategy)
     check_against_oracle(query, stream)
 
 
