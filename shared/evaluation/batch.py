@@ -49,9 +49,10 @@ class BatchLetters:
         type_col = cols.get(dcea.type_field)
         if type_col is None or n == 0:
             return np.full(n, other, dtype=np.int64)
-        uniques, inverse = np.unique(np.asarray(type_col), return_inverse=True)
-        table = np.array([dcea.type_index.get(u, other) for u in uniques.tolist()], np.int64)
-        types = table[inverse.reshape(-1)]
+        # One equality pass per type the query names (few) instead of sorting strings.
+        types = np.full(n, other, dtype=np.int64)
+        for name, ti in dcea.type_index.items():
+            types[type_col == name] = ti
         bits = np.zeros(n, dtype=np.int64)
         computed: dict[int, np.ndarray] = {}
         for ti, atom_ids in enumerate(dcea.atoms_by_type):

@@ -35,7 +35,9 @@ class Evaluator(SubstreamEvaluator):
     def advance(
         self, j: int, event: Mapping[str, Any], letter: int, clock: float | None
     ) -> list[Node]:
-        self.tick(clock)
+        if clock is not None:
+            self.tau = clock - self.epsilon
+            self.last_clock = clock
         tau = self.tau
         step = self.dcea.step
         made = self.made

@@ -111,21 +111,27 @@ class QueryEvaluator:
             local = sub.clock + np.cumsum(~late) - 1
         finder = NextRelevant(letters, late)
         rel = Relevance(query.dcea, finder.letters)
+        # Python lists: the loop reads single values, which numpy scalars make slow.
         letter_of = letters.tolist()
+        local_of = local.tolist()
+        clock_of = None if clocks is None else clocks.tolist()
+        before_of = None if clocks is None else before.tolist()
         out: list[ComplexEvent] = []
         i = 0
         while (nxt := finder.first_from(i, sub.relevant(rel))) is not None:
             i = nxt
             clock: float | None
-            if clocks is None:
-                clock = int(local[i])
+            if clock_of is None or before_of is None:
+                clock = local_of[i]
             else:
                 # The events skipped before i moved the window: catch τ up first.
-                sub.last_clock = float(before[i])
+                sub.last_clock = before_of[i]
                 if sub.last_clock != float("-inf"):
                     sub.tau = sub.last_clock - eps
-                clock = None if np.isnan(clocks[i]) else float(clocks[i])
-            sub.clock = int(local[i]) + 1
+                clock = clock_of[i]
+                if clock != clock:  # NaN: the event has no clock
+                    clock = None
+            sub.clock = local_of[i] + 1
             out += self._advance(sub, (), base + i, rows.at(i), letter_of[i], clock)
             i += 1
         if n:
