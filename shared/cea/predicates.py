@@ -40,7 +40,7 @@ def is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+COMPARE: dict[str, Callable[[Any, Any], Any]] = {
     "=": operator.eq,
     "!=": operator.ne,
     "<": operator.lt,
@@ -139,7 +139,7 @@ def compile_predicate(pred: ast.Pred) -> Predicate:
 def _compile_compare(pred: ast.Compare) -> Predicate:
     left = _compile_expr(pred.left)
     right = _compile_expr(pred.right)
-    cmp = _COMPARE[pred.op]
+    cmp = COMPARE[pred.op]
 
     # The common shape `attr op constant` gets a direct closure: it is the hot path.
     if isinstance(pred.left, ast.Attr) and isinstance(pred.right, ast.Const):

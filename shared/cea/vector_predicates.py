@@ -11,13 +11,12 @@ forms agree.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
-from shared.cea.predicates import compile_predicate, is_number
+from shared.cea.predicates import COMPARE, compile_predicate, is_number
 from shared.ceql import ast
 
 Columns = Mapping[str, np.ndarray]
@@ -26,15 +25,6 @@ VectorPredicate = Callable[[Columns, int], np.ndarray]
 _NUM, _STR, _BOOL = "num", "str", "bool"
 # (values, valid, kind); kind None: every value is missing or of another kind
 _Vec = tuple[Any, np.ndarray, str | None]
-
-_OPS: dict[str, Callable[[Any, Any], Any]] = {
-    "=": operator.eq,
-    "!=": operator.ne,
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-}
 
 
 class _Fallback(Exception):
@@ -100,7 +90,7 @@ def _pred(pred: ast.Pred, cols: Columns, n: int) -> np.ndarray:
         right, rvalid, rkind = _expr(pred.right, cols, n)
         if lkind is None or lkind != rkind:
             return np.zeros(n, dtype=bool)
-        return np.asarray(_OPS[pred.op](left, right), dtype=bool) & lvalid & rvalid
+        return np.asarray(COMPARE[pred.op](left, right), dtype=bool) & lvalid & rvalid
     if isinstance(pred, ast.InList):
         values, valid, kind = _expr(pred.expr, cols, n)
         options = [c.value for c in pred.values if _kind_of_scalar(c.value) == kind]

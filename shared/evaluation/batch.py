@@ -20,7 +20,7 @@ tests run both paths.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -78,10 +78,25 @@ class Relevance:
         self.letters = letters
         self._det: dict[int, frozenset[int]] = {}
         self._max: dict[int, frozenset[int]] = {}
-        self.held: dict[Hashable, frozenset[int]] = {}  # evaluators cache unions here
+        # One evaluator kind per query, so det-state and class tuples never mix here.
+        self.held: dict[tuple[int, ...], frozenset[int]] = {}
         step = dcea.step
         initial = dcea.initial
         self.start = frozenset(v for v in letters if step(initial, v) != (NONE, NONE))
+
+    def of_states(self, held: tuple[int, ...]) -> frozenset[int]:
+        """Letters that would change any of the det states ``held`` or start a run."""
+        found = self.held.get(held)
+        if found is None:
+            found = self.held[held] = self.start.union(*(self.of_state(q) for q in held))
+        return found
+
+    def of_classes(self, max_cea: MaxCEA, held: tuple[int, ...]) -> frozenset[int]:
+        """Letters that would change any of the MAX classes ``held``."""
+        found = self.held.get(held)
+        if found is None:
+            found = self.held[held] = frozenset().union(*(self.of_class(max_cea, c) for c in held))
+        return found
 
     def of_state(self, q: int) -> frozenset[int]:
         """Letters that move det state ``q`` anywhere but back to itself by ∘ alone."""

@@ -79,11 +79,7 @@ class Evaluator(SubstreamEvaluator):
         self.active = {}
 
     def relevant(self, rel: Relevance) -> frozenset[int]:
-        held = tuple(self.active)
-        found = rel.held.get(held)
-        if found is None:
-            found = rel.held[held] = rel.start.union(*(rel.of_state(q) for q in held))
-        return found
+        return rel.of_states(tuple(self.active))
 
     @property
     def idle(self) -> bool:

@@ -161,13 +161,7 @@ class MaxEvaluator(SubstreamEvaluator):
         self.pseudo = self.max_cea.pseudo
 
     def relevant(self, rel: Relevance) -> frozenset[int]:
-        held = (self.pseudo, *self.active)
-        found = rel.held.get(held)
-        if found is None:
-            found = rel.held[held] = frozenset().union(
-                *(rel.of_class(self.max_cea, c) for c in held)
-            )
-        return found
+        return rel.of_classes(self.max_cea, (self.pseudo, *self.active))
 
     @property
     def idle(self) -> bool:

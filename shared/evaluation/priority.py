@@ -108,11 +108,7 @@ class PriorityEvaluator(SubstreamEvaluator):
         self.groups = [[]]
 
     def relevant(self, rel: Relevance) -> frozenset[int]:
-        held = tuple(q for group in self.groups for q, _ in group)
-        found = rel.held.get(held)
-        if found is None:
-            found = rel.held[held] = rel.start.union(*(rel.of_state(q) for q in held))
-        return found
+        return rel.of_states(tuple(q for group in self.groups for q, _ in group))
 
     @property
     def idle(self) -> bool:

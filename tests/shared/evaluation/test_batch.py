@@ -55,9 +55,7 @@ def test_columns_match_rows(query: ast.Query, stream: list[dict[str, Any]], cut:
         got += [_key(ce) for ce in columnar.process_columns(to_columns(part))]
     if query.limit is None:
         expected, got = sorted(expected), sorted(got)
-    assert got == expected, (
-        f"query:\n{text}\nstream:\n" + "\n".join(json.dumps(e) for e in stream)
-    )
+    assert got == expected, f"query:\n{text}\nstream:\n" + "\n".join(json.dumps(e) for e in stream)
 
 
 def test_columns_skip_what_changes_nothing_but_keep_the_window() -> None:
