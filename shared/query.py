@@ -98,13 +98,14 @@ class CompiledQuery:
 
     def partition_key(self, event: Mapping[str, Any]) -> tuple[KeyValue, ...] | None:
         """The event's PARTITION BY values; ``()`` without PARTITION BY; None when an
-        attribute is missing, null or not a scalar (the event belongs to no partition)."""
+        attribute is missing, null, NaN or not a scalar (the event belongs to no partition)."""
         if not self.partitioned:
             return ()
         key = []
         for attr in self.partition_attrs:
             value = event.get(attr)
-            if value is None or not isinstance(value, _SCALARS):
+            # NaN is how columnar batches spell a missing number.
+            if value is None or not isinstance(value, _SCALARS) or value != value:
                 return None
             key.append(value)
         return tuple(key)

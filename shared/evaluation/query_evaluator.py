@@ -30,7 +30,13 @@ import numpy as np
 from shared.cea.vector_predicates import RowView
 from shared.ceql.ast import Consume
 from shared.complex_event import ComplexEvent, KeyValue
-from shared.evaluation.batch import NextRelevant, Relevance, clock_column, column_length
+from shared.evaluation.batch import (
+    NextRelevant,
+    Relevance,
+    clock_column,
+    column_length,
+    partition_groups,
+)
 from shared.evaluation.enumeration import enumerate_node
 from shared.evaluation.substream import SubstreamEvaluator
 from shared.evaluation.tecs import Node
@@ -85,35 +91,62 @@ class QueryEvaluator:
 
     def process_columns(self, columns: Mapping[str, np.ndarray]) -> list[ComplexEvent]:
         """Process a batch given as numpy columns (one array per attribute, the type
-        column included; NaN marks a missing number). Same output as ``process`` on
-        each row in order, but events that change nothing are skipped in bulk (see ``batch``)."""
+        column included; NaN marks a missing number). Same output as ``process`` on each
+        row in order, but events that change nothing are skipped in bulk (see ``batch``)."""
         n = column_length(columns)
         query = self.query
         rows = RowView(columns)
-        if query.partitioned:
-            # Per-key clocks and restarts need the key of every event: row by row.
+        groups = partition_groups(query.partition_attrs, columns, n)
+        if groups is None or (query.partitioned and query.consume is Consume.ANY):
+            # Keys of another kind, or restarts that couple all keys: row by row.
             return self.process_batch(rows.at(i) for i in range(n))
         letters = query.batch.letters(columns, n)
-        sub = self._substream(())
-        base, eps = self.position, query.epsilon
+        clocks = None if query.clock is None else clock_column(query, columns, n)
+        base = self.position
         self.position += n
         self.last_late = False
-        if query.clock is None:
-            clocks = None
+        out: list[ComplexEvent] = []
+        in_partitions = 0
+        for key, idx in groups:
+            in_partitions += len(idx)
+            sub = self._substream(key)
+            key_clocks = None if clocks is None else clocks[idx]
+            out += self._run_columns(sub, key, base + idx, letters[idx], key_clocks, rows, idx)
+        self.unpartitioned += n - in_partitions
+        if len(groups) > 1:
+            out.sort(key=lambda ce: ce.end)  # stable: one end per key, enumeration order kept
+        return out
+
+    def _run_columns(
+        self,
+        sub: SubstreamEvaluator,
+        key: Key,
+        positions: np.ndarray,
+        letters: np.ndarray,
+        clocks: np.ndarray | None,
+        rows: RowView,
+        idx: np.ndarray,
+    ) -> list[ComplexEvent]:
+        """One substream's events of a batch: ``positions`` are their global positions,
+        ``idx`` their rows in the batch."""
+        n = len(positions)
+        eps = self.query.epsilon
+        if clocks is None:
             local = sub.clock + np.arange(n)  # EVENTS windows count every event
             late = np.zeros(n, dtype=bool)
         else:
-            clocks = clock_column(query, columns, n)
             # The latest clock before each event; an event below it is late.
             before = np.fmax.accumulate(np.concatenate(([sub.last_clock], clocks)))
             late = clocks < before[:-1]
             self.late += int(late.sum())
             local = sub.clock + np.cumsum(~late) - 1
         finder = NextRelevant(letters, late)
-        rel = Relevance(query.dcea, finder.letters)
+        rel = Relevance(self.query.dcea, finder.letters)
         # Python lists: the loop reads single values, which numpy scalars make slow.
         letter_of = letters.tolist()
         local_of = local.tolist()
+        position_of = positions.tolist()
+        row_of = idx.tolist()
         clock_of = None if clocks is None else clocks.tolist()
         before_of = None if clocks is None else before.tolist()
         out: list[ComplexEvent] = []
@@ -132,16 +165,20 @@ class QueryEvaluator:
                 if clock != clock:  # NaN: the event has no clock
                     clock = None
             sub.clock = local_of[i] + 1
-            out += self._advance(sub, (), base + i, rows.at(i), letter_of[i], clock)
+            event = rows.at(row_of[i])
+            out += self._advance(sub, key, position_of[i], event, letter_of[i], clock)
             i += 1
         if n:
-            sub.clock = int(local[-1]) + 1
-            if clocks is None:
+            sub.clock = local_of[-1] + 1
+            if clock_of is None or before_of is None:
                 sub.tau = max(sub.tau, sub.clock - 1 - eps)
             else:
-                sub.last_clock = float(np.fmax(before[-1], clocks[-1]))
-                if sub.last_clock != float("-inf"):
-                    sub.tau = sub.last_clock - eps
+                last = clock_of[-1]
+                if not last >= before_of[-1]:  # NaN or late: the last event moved nothing
+                    last = before_of[-1]
+                sub.last_clock = last
+                if last != float("-inf"):
+                    sub.tau = last - eps
         return out
 
     def _substream(self, key: Key) -> SubstreamEvaluator:

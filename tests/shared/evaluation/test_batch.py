@@ -63,3 +63,39 @@ def test_columns_skip_what_changes_nothing_but_keep_the_window() -> None:
     types = np.array(["A", "X", "X", "B", "A", "X", "X", "X", "B"])
     out = q.evaluator().process_columns({"type": types})
     assert [(ce.start, ce.end) for ce in out] == [(0, 3)]  # 4 → 8 spans 4 events
+
+
+def test_partition_groups_follow_first_appearance_and_skip_missing_keys() -> None:
+    from shared.evaluation.batch import partition_groups
+
+    cols = {"k": np.array([2.0, 1.0, np.nan, 2.0, 1.0]), "s": np.array(list("abcab"))}
+    groups = partition_groups(("k", "s"), cols, 5)
+    assert groups is not None
+    assert [(key, idx.tolist()) for key, idx in groups] == [
+        ((2.0, "a"), [0, 3]),
+        ((1.0, "b"), [1, 4]),
+    ]
+    assert partition_groups(("k",), {"k": np.array([None, 1], dtype=object)}, 2) is None
+    assert partition_groups(("absent",), cols, 5) == []
+
+
+def test_partitioned_columns_keep_per_key_clocks_across_batches() -> None:
+    q = compile_query("SELECT * FROM S WHERE A ; B PARTITION BY [k] WITHIN 1 EVENTS")
+    batches = [
+        {"type": np.array(["A", "A", "X"]), "k": np.array([1.0, 2.0, 1.0])},
+        {"type": np.array(["B", "B", "X"]), "k": np.array([2.0, 1.0, np.nan])},
+    ]
+    ev = q.evaluator()
+    got = [(ce.start, ce.end, ce.key) for b in batches for ce in ev.process_columns(b)]
+    # key 1.0: A(0) X(2) B(4) spans 2 events of its partition; key 2.0: A(1) B(3) spans 1.
+    assert got == [(1, 3, (2.0,))]
+    assert ev.unpartitioned == 1
+    rows = q.evaluator()
+    expected = [
+        (ce.start, ce.end, ce.key)
+        for b in batches
+        for i in range(3)
+        for ce in rows.process({"type": str(b["type"][i]), "k": b["k"][i].item()})
+    ]
+    assert got == expected
+    assert rows.unpartitioned == ev.unpartitioned
