@@ -19,7 +19,7 @@ from typing import Any
 from shared.evaluation.batch import Relevance
 from shared.evaluation.determinization import NONE, DetCEA
 from shared.evaluation.substream import NodeOf, NodeRef, SubstreamEvaluator, nodes_of
-from shared.evaluation.tecs import Node, UnionList, extend, insert, merge, new_bottom
+from shared.evaluation.tecs import Node, UnionList, extend, insert, merge, new_bottom, prune
 
 
 class Evaluator(SubstreamEvaluator):
@@ -35,9 +35,7 @@ class Evaluator(SubstreamEvaluator):
     def advance(
         self, j: int, event: Mapping[str, Any], letter: int, clock: float | None
     ) -> list[Node]:
-        if clock is not None:
-            self.tau = clock - self.epsilon
-            self.last_clock = clock
+        self.tick(clock)
         tau = self.tau
         step = self.dcea.step
         made = self.made
@@ -50,10 +48,9 @@ class Evaluator(SubstreamEvaluator):
             pending.append((self.dcea.initial, [new_bottom(j, clock)]))
         pending.extend(self.active.items())
         for p, ul in pending:
-            if ul[0].tmax < tau:
+            prune(ul, tau)
+            if not ul:
                 continue  # expired: no run in it can end inside a future window
-            while ul[-1].tmax < tau:
-                ul.pop()
             marked_to, unmarked_to = step(p, letter)
             n: Node | None = None
             if marked_to != NONE:

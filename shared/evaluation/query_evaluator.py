@@ -130,7 +130,6 @@ class QueryEvaluator:
         """One substream's events of a batch: ``positions`` are their global positions,
         ``idx`` their rows in the batch."""
         n = len(positions)
-        eps = self.query.epsilon
         if clocks is None:
             local = sub.clock + np.arange(n)  # EVENTS windows count every event
             late = np.zeros(n, dtype=bool)
@@ -158,9 +157,8 @@ class QueryEvaluator:
                 clock = local_of[i]
             else:
                 # The events skipped before i moved the window: catch τ up first.
-                sub.last_clock = before_of[i]
-                if sub.last_clock != float("-inf"):
-                    sub.tau = sub.last_clock - eps
+                if before_of[i] != float("-inf"):
+                    sub.tick(before_of[i])
                 clock = clock_of[i]
                 if clock != clock:  # NaN: the event has no clock
                     clock = None
@@ -169,16 +167,16 @@ class QueryEvaluator:
             out += self._advance(sub, key, position_of[i], event, letter_of[i], clock)
             i += 1
         if n:
+            # Leave the window where the row-by-row path would: at the batch's last clock.
             sub.clock = local_of[-1] + 1
             if clock_of is None or before_of is None:
-                sub.tau = max(sub.tau, sub.clock - 1 - eps)
+                sub.tick(local_of[-1])
             else:
                 last = clock_of[-1]
                 if not last >= before_of[-1]:  # NaN or late: the last event moved nothing
                     last = before_of[-1]
-                sub.last_clock = last
                 if last != float("-inf"):
-                    sub.tau = last - eps
+                    sub.tick(last)
         return out
 
     def _substream(self, key: Key) -> SubstreamEvaluator:
