@@ -14,7 +14,9 @@ class ComplexEvent:
     """A complex event ``C = ([start, end], positions)`` (CORE §2.2).
 
     Positions are 0-based indexes of events in the input as given to the
-    evaluator (global, also under PARTITION BY). ``start`` need not be in
+    evaluator (global, also under PARTITION BY), or the labels the caller gave
+    the events instead (``QueryEvaluator.process(event, position)``, e.g. log
+    offsets: increasing, gaps allowed). ``start`` need not be in
     ``positions``: a projected-away first event still fixes the interval.
     ``key`` holds the PARTITION BY values (None without PARTITION BY);
     ``events`` the events at ``positions``, in position order.

@@ -12,8 +12,11 @@ The pipeline, stage by stage (each a module named for the paper's concept)::
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+import math
+from collections.abc import Iterator, Mapping
 from typing import Any
+
+import numpy as np
 
 from shared.cea.construction import compile_formula
 from shared.cea.predicates import compile_predicate
@@ -33,6 +36,8 @@ from shared.evaluation.window import clock_of, epsilon_of
 from shared.events.timestamps import parse_timestamp
 
 _SCALARS = (str, int, float, bool)
+# Integers up to this size are exact as float64 and stay far from int64 overflow.
+_EXACT = 2**53
 
 
 class CompiledQuery:
@@ -40,6 +45,12 @@ class CompiledQuery:
 
     Compiling is the expensive, once-per-query part; ``evaluator()`` is cheap and
     the det-CEA's transition cache is shared by all evaluators of the query.
+
+    ``attributes`` is every event attribute the query reads: the type field, the
+    attributes in its filters, the PARTITION BY attributes and the window's clock
+    (the time field of a time window, the attribute of ``WITHIN n [attr]``). Columns
+    of these alone give ``process_columns`` the same result as the whole events
+    (``shared.events.columns.columns_of`` builds them).
     """
 
     def __init__(self, text: str, *, type_field: str = "type", time_field: str = "timestamp"):
@@ -63,6 +74,20 @@ class CompiledQuery:
         self.epsilon = epsilon_of(self.ast.within)
         self.limit = self.ast.limit
         self._schema = _schema_of(self.ast)
+        parts = _PredicateParts(self._atom_preds)
+        # What letters read; what the vector forms might compute inexactly.
+        self._letter_attributes = frozenset({type_field, *parts.attributes})
+        self._arithmetic = parts.arithmetic
+        self._arithmetic_attributes = parts.arithmetic_attributes
+        self._big_constant = parts.big_constant
+        window_attributes: set[str] = set()
+        if self.ast.within is not None and self.ast.within.kind is ast.WindowKind.TIME:
+            window_attributes.add(time_field)
+        elif self.ast.within is not None and self.ast.within.attr is not None:
+            window_attributes.add(self.ast.within.attr)
+        self.attributes: frozenset[str] = frozenset(
+            {*self._letter_attributes, *self.partition_attrs, *window_attributes}
+        )
         # Identifies the query a snapshot belongs to: same text and field names.
         self.fingerprint = hashlib.sha256(
             "\0".join((text, type_field, time_field)).encode()
@@ -76,6 +101,38 @@ class CompiledQuery:
                 self.dcea, [compile_vector_predicate(p) for p in self._atom_preds]
             )
         return self._batch
+
+    def batch_letters_exact(self, columns: Mapping[str, np.ndarray], *, originals: bool) -> bool:
+        """Whether ``batch.letters(columns)`` surely equals the scalar letters of the events
+        the columns stand for: the original events when ``originals``, else the rows of
+        the columns themselves (``RowView``).
+
+        The vector forms compute in float64 and int64 where Python computes with exact
+        integers, so integers beyond 2**53 (in an integer column, in a constant or in an
+        arithmetic step, bounded from each column's largest magnitude) may differ. With
+        originals, an object column may also hold a value its row does not rebuild (NaN
+        reads as missing), so only number, boolean and string columns are trusted.
+        """
+        if self._big_constant:
+            return False
+        magnitude: dict[str, float] = {}  # Python ints (exact sums and products) or inf
+        for name in self._letter_attributes:
+            col = columns.get(name)
+            if col is None or not len(col):
+                continue
+            kind = col.dtype.kind
+            if kind in "iu":
+                m = max(-int(col.min()), int(col.max()))
+                if m > _EXACT:
+                    return False
+                magnitude[name] = m
+            elif kind == "f":
+                if name in self._arithmetic_attributes:
+                    largest = float(np.fmax.reduce(np.abs(col), initial=0.0))
+                    magnitude[name] = largest if math.isinf(largest) else math.ceil(largest)
+            elif kind not in "bU" and originals:
+                return False
+        return all(_int_bound(expr, magnitude) <= _EXACT for expr in self._arithmetic)
 
     def evaluator(self) -> QueryEvaluator:
         return QueryEvaluator(self)
@@ -130,6 +187,93 @@ def compile_query(
 ) -> CompiledQuery:
     """Parse, check and compile a CEQL query; raises ``CEQLError`` with line and column."""
     return CompiledQuery(text, type_field=type_field, time_field=time_field)
+
+
+class _PredicateParts:
+    """What the filter predicates read: attributes, top-level arithmetic expressions
+    (and the attributes under them), and whether an integer constant exceeds 2**53."""
+
+    def __init__(self, preds: list[ast.Pred]) -> None:
+        attributes: set[str] = set()
+        arithmetic: list[ast.Expr] = []
+        under_arithmetic: set[str] = set()
+        self.big_constant = False
+        for pred in preds:
+            for expr in _expressions(pred):
+                names = {e.name for e in _subexpressions(expr) if isinstance(e, ast.Attr)}
+                attributes |= names
+                if isinstance(expr, ast.Arith | ast.Neg):
+                    arithmetic.append(expr)
+                    under_arithmetic |= names
+                for e in _subexpressions(expr):
+                    if isinstance(e, ast.Const) and _is_big_int(e.value):
+                        self.big_constant = True
+        self.attributes = frozenset(attributes)
+        self.arithmetic = tuple(arithmetic)
+        self.arithmetic_attributes = frozenset(under_arithmetic)
+
+
+def _is_big_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) > _EXACT
+
+
+def _expressions(pred: ast.Pred) -> Iterator[ast.Expr]:
+    """The value expressions of a predicate (constants of IN lists and ranges included)."""
+    match pred:
+        case ast.Compare(left=left, right=right):
+            yield left
+            yield right
+        case ast.InList(expr=expr, values=values):
+            yield expr
+            yield from values
+        case ast.InRange(expr=expr, low=low, high=high):
+            yield from (expr, low, high)
+        case ast.Like(expr=expr):
+            yield expr
+        case ast.PNot(operand=operand):
+            yield from _expressions(operand)
+        case ast.PAnd(left=left, right=right) | ast.POr(left=left, right=right):
+            yield from _expressions(left)
+            yield from _expressions(right)
+
+
+def _subexpressions(expr: ast.Expr) -> Iterator[ast.Expr]:
+    yield expr
+    if isinstance(expr, ast.Neg):
+        yield from _subexpressions(expr.operand)
+    elif isinstance(expr, ast.Arith):
+        yield from _subexpressions(expr.left)
+        yield from _subexpressions(expr.right)
+
+
+def _int_bound(expr: ast.Expr, magnitude: Mapping[str, float]) -> float:
+    """A bound on ``|expr|`` where Python may compute it as an integer; 0 where it is
+    surely a float or missing (floats compute alike in Python and numpy); inf once an
+    integer step may exceed 2**53. ``magnitude``: the largest ``|value|`` per numeric
+    column, rounded up to an int (absent: no number, so arithmetic on it is missing).
+    Bounds are Python ints, so they are exact themselves."""
+    bound: float
+    if isinstance(expr, ast.Attr):
+        bound = magnitude.get(expr.name, 0)
+    elif isinstance(expr, ast.Const):
+        value = expr.value
+        bound = 0 if isinstance(value, bool) or not isinstance(value, int) else abs(value)
+    elif isinstance(expr, ast.Neg):
+        bound = _int_bound(expr.operand, magnitude)
+    else:
+        left = _int_bound(expr.left, magnitude)
+        right = _int_bound(expr.right, magnitude)
+        if math.inf in (left, right):
+            return math.inf
+        if expr.op == "/":
+            return 0  # true division: a float
+        if expr.op == "%":
+            bound = right  # |a % b| < |b|
+        elif expr.op == "*":
+            bound = left * right
+        else:
+            bound = left + right
+    return bound if bound <= _EXACT else math.inf
 
 
 def _has_type(value: object, atype: ast.AttrType) -> bool:

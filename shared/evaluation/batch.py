@@ -5,7 +5,9 @@ same algorithms but touching in Python only the events that can change something
    and every filter atom is evaluated as one numpy pass (``vector_predicates``).
 2. An event changes nothing when, for every state the evaluator holds, its
    letter leads back to that same state by the ∘-move alone and starts no run:
-   no node is created, nothing is output, only the clocks move. For each state,
+   no node is created, nothing is output, only the clocks move. A final state
+   is never left so: reached again, it outputs again (under a projection a
+   complex event may end on an unmarked event). For each state,
    the batch's letters that *would* change it are computed once from the cached
    transitions (``Relevance``); the next event to process is the first one
    whose letter is relevant to one of the states held now, found with one
@@ -99,17 +101,24 @@ class Relevance:
         return found
 
     def of_state(self, q: int) -> frozenset[int]:
-        """Letters that move det state ``q`` anywhere but back to itself by ∘ alone."""
+        """Letters that move det state ``q`` anywhere but back to itself by ∘ alone; all
+        of them when ``q`` is final (back in it, the event ends a complex event)."""
         found = self._det.get(q)
         if found is None:
+            if self.dcea.is_final[q]:
+                found = self._det[q] = frozenset(self.letters)
+                return found
             step = self.dcea.step
             found = self._det[q] = frozenset(v for v in self.letters if step(q, v) != (NONE, q))
         return found
 
     def of_class(self, max_cea: MaxCEA, c: int) -> frozenset[int]:
-        """The same for a class of the MAX construction."""
+        """The same for a class of the MAX construction (accepting: all letters)."""
         found = self._max.get(c)
         if found is None:
+            if max_cea.accepting[c]:
+                found = self._max[c] = frozenset(self.letters)
+                return found
             step = max_cea.step
             found = self._max[c] = frozenset(
                 v for v in self.letters if step(c, v) != (NONE, c, NONE)

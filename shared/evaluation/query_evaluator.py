@@ -1,9 +1,16 @@
-"""A whole query over a stream: PARTITION BY, window clocks, LIMIT, global positions.
+"""A whole query over a stream: PARTITION BY, window clocks, LIMIT, positions.
 
 ``PARTITION BY`` runs one Algorithm-1 ``Evaluator`` per key (CORE §4.4). Nodes
 hold global input positions, so complex events come out numbered as in the
-input; ``WITHIN n EVENTS`` still counts positions of the partition's own
+input; ``WITHIN n EVENTS`` still counts the events of the partition's own
 substream through the evaluator's clock.
+
+Positions only label events: windows never measure them, and the evaluators
+only compare them with each other. By default the evaluator numbers events 0,
+1, 2, … itself (``position`` is the next one); a caller may instead label them
+(``process(event, position)``, ``positions=`` of the batch methods), e.g. with
+their offsets in a log, gaps allowed, as long as every label is greater than
+every one used before. Complex events then carry those labels.
 
 Time must not go backwards within a substream under a time or attribute window:
 an event whose clock is smaller than the latest clock already seen in its
@@ -18,11 +25,19 @@ PARTITION`` restarts the partition's evaluator (every later complex event there
 starts after j) and ``CONSUME BY ANY`` restarts every partition's. Restarting is
 O(1): the active states are dropped, not scanned, and ANY bumps an epoch that
 each substream compares with its own on its next event.
+
+Columnar batches (``process_columns``, see ``batch``) give the same output as
+their rows one by one. The complex events then hold rows rebuilt from the
+columns, or the caller's original events when it passes them (``events=``):
+those are evaluated from the columns too, except where a column cannot stand
+for them exactly (object columns, integers beyond 2**53), where the letters,
+clocks or the whole batch are computed from the original events instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import operator
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -45,6 +60,9 @@ if TYPE_CHECKING:
     from shared.query import CompiledQuery
 
 Key = tuple[KeyValue, ...]
+Row = Callable[[int], Mapping[str, Any]]
+
+_EXACT = 2**53  # integers up to this size are exact as floats
 
 
 class QueryEvaluator:
@@ -60,9 +78,18 @@ class QueryEvaluator:
         self.last_late = False
         self.unpartitioned = 0  # events lacking a PARTITION BY attribute
 
-    def process(self, event: Mapping[str, Any]) -> list[ComplexEvent]:
-        """Give ``event`` the next position; return the complex events ending at it."""
-        j = self.position
+    def process(self, event: Mapping[str, Any], position: int | None = None) -> list[ComplexEvent]:
+        """Process one event; return the complex events ending at it.
+
+        The event is labelled ``position`` (at least ``self.position``, else
+        ``ValueError``), by default ``self.position``; ``self.position`` becomes the
+        label plus one."""
+        if position is None:
+            j = self.position
+        else:
+            j = operator.index(position)
+            if j < self.position:
+                raise ValueError(f"position {j} is below the next free position {self.position}")
         self.position = j + 1
         self.last_late = False
         query = self.query
@@ -83,39 +110,145 @@ class QueryEvaluator:
         sub.clock += 1
         return self._advance(sub, key, j, event, query.dcea.letter(event), clock)
 
-    def process_batch(self, events: Iterable[Mapping[str, Any]]) -> list[ComplexEvent]:
+    def process_batch(
+        self, events: Iterable[Mapping[str, Any]], positions: Sequence[int] | None = None
+    ) -> list[ComplexEvent]:
+        """``process`` each event in order, labelled by ``positions`` when given (as
+        many as events, strictly increasing, the first at least ``self.position``;
+        checked before any event is processed)."""
         out: list[ComplexEvent] = []
-        for event in events:
-            out.extend(self.process(event))
+        if positions is None:
+            for event in events:
+                out.extend(self.process(event))
+            return out
+        events = events if isinstance(events, Sequence) else list(events)
+        labels = self._checked_positions(positions, len(events)).tolist()
+        for event, j in zip(events, labels, strict=True):
+            out.extend(self.process(event, j))
         return out
 
-    def process_columns(self, columns: Mapping[str, np.ndarray]) -> list[ComplexEvent]:
+    def process_columns(
+        self,
+        columns: Mapping[str, np.ndarray],
+        *,
+        events: Sequence[Mapping[str, Any]] | None = None,
+        positions: np.ndarray | Sequence[int] | None = None,
+    ) -> list[ComplexEvent]:
         """Process a batch given as numpy columns (one array per attribute, the type
         column included; NaN marks a missing number). Same output as ``process`` on each
-        row in order, but events that change nothing are skipped in bulk (see ``batch``)."""
-        n = column_length(columns)
+        row in order, but events that change nothing are skipped in bulk (see ``batch``).
+
+        ``events``: the original event of each row (``shared.events.columns.columns_of``
+        builds columns for them); complex events then hold these very objects instead of
+        rows rebuilt from the columns. ``positions``: labels of the rows, as for
+        ``process_batch``. Both must have the columns' length (``ValueError``)."""
+        n = column_length(columns) if columns or events is None else len(events)
+        if events is not None and len(events) != n:
+            raise ValueError(f"{len(events)} events for columns of length {n}")
+        labels = None if positions is None else self._checked_positions(positions, n)
         query = self.query
-        rows = RowView(columns)
+        row: Row = RowView(columns).at if events is None else events.__getitem__
+        # Restarts that couple all keys, keys of another kind, or clocks that floats
+        # cannot hold exactly: row by row.
+        if query.partitioned and query.consume is Consume.ANY:
+            return self._rows(row, n, events, labels)
         groups = partition_groups(query.partition_attrs, columns, n)
-        if groups is None or (query.partitioned and query.consume is Consume.ANY):
-            # Keys of another kind, or restarts that couple all keys: row by row.
-            return self.process_batch(rows.at(i) for i in range(n))
-        letters = query.batch.letters(columns, n)
-        clocks = None if query.clock is None else clock_column(query, columns, n)
+        if groups is None:
+            return self._rows(row, n, events, labels)
+        clocks = None
+        if query.clock is not None:
+            clocks = self._clocks(columns, n, events)
+            if clocks is None:
+                return self._rows(row, n, events, labels)
+        letters = self._letters(columns, n, events is not None, row)
         base = self.position
-        self.position += n
+        self.position = base + n if labels is None or not n else int(labels[-1]) + 1
         self.last_late = False
+        # The key of a complex event is its end event's, as a Python value of that event.
+        exact_keys = events is not None and query.partitioned
         out: list[ComplexEvent] = []
         in_partitions = 0
-        for key, idx in groups:
+        for group_key, idx in groups:
+            if not len(idx):
+                continue  # an empty batch: no substream to create, as row by row
             in_partitions += len(idx)
+            key = group_key
+            if exact_keys:
+                key = query.partition_key(row(int(idx[0]))) or group_key
             sub = self._substream(key)
             key_clocks = None if clocks is None else clocks[idx]
-            out += self._run_columns(sub, key, base + idx, letters[idx], key_clocks, rows, idx)
+            at = base + idx if labels is None else labels[idx]
+            out += self._run_columns(sub, key, at, letters[idx], key_clocks, row, idx, exact_keys)
         self.unpartitioned += n - in_partitions
         if len(groups) > 1:
             out.sort(key=lambda ce: ce.end)  # stable: one end per key, enumeration order kept
         return out
+
+    def _rows(
+        self,
+        row: Row,
+        n: int,
+        events: Sequence[Mapping[str, Any]] | None,
+        labels: np.ndarray | None,
+    ) -> list[ComplexEvent]:
+        """A columnar batch row by row (rows rebuilt from columns one at a time)."""
+        rows = events if events is not None else (row(i) for i in range(n))
+        if labels is None:
+            return self.process_batch(rows)
+        out: list[ComplexEvent] = []
+        for event, j in zip(rows, labels.tolist(), strict=True):
+            out.extend(self.process(event, j))
+        return out
+
+    def _checked_positions(self, positions: np.ndarray | Sequence[int], n: int) -> np.ndarray:
+        """``positions`` as an integer array, checked: ``n`` of them, strictly
+        increasing, none below ``self.position``."""
+        labels = np.asarray(positions)
+        if labels.ndim != 1 or len(labels) != n:
+            raise ValueError(f"{len(labels)} positions for {n} events")
+        if not n:
+            return labels.astype(np.int64)
+        if labels.dtype.kind not in "iu":
+            raise TypeError(f"positions must be integers, got {labels.dtype}")
+        if labels[0] < self.position:
+            first = int(labels[0])
+            raise ValueError(f"position {first} is below the next free position {self.position}")
+        if not np.all(labels[1:] > labels[:-1]):
+            raise ValueError("positions must be strictly increasing")
+        return labels
+
+    def _letters(
+        self, columns: Mapping[str, np.ndarray], n: int, originals: bool, row: Row
+    ) -> np.ndarray:
+        """The batch's letters: vector passes where they are surely exact, else one
+        scalar letter per row (of the original events when given)."""
+        query = self.query
+        if query.batch_letters_exact(columns, originals=originals):
+            return query.batch.letters(columns, n)
+        letter = query.dcea.letter
+        return np.fromiter((letter(row(i)) for i in range(n)), dtype=np.int64, count=n)
+
+    def _clocks(
+        self,
+        columns: Mapping[str, np.ndarray],
+        n: int,
+        events: Sequence[Mapping[str, Any]] | None,
+    ) -> np.ndarray | None:
+        """The window clock of every row (NaN: none); from the original events when their
+        column is not numbers. None when some clock has no exact float form (NaN, an
+        integer beyond 2**53): the batch must then go row by row."""
+        query = self.query
+        clock = query.clock
+        window = query.ast.within
+        assert clock is not None and window is not None
+        col = columns.get(window.attr if window.attr is not None else query.time_field)
+        if events is None or col is None or col.dtype.kind in "iuf":
+            return clock_column(query, columns, n)
+        values = [clock(event) for event in events]
+        for v in values:
+            if v is not None and (v != v or (isinstance(v, int) and abs(v) > _EXACT)):
+                return None
+        return np.array(values, dtype=np.float64)  # None becomes NaN
 
     def _run_columns(
         self,
@@ -124,11 +257,13 @@ class QueryEvaluator:
         positions: np.ndarray,
         letters: np.ndarray,
         clocks: np.ndarray | None,
-        rows: RowView,
+        row: Row,
         idx: np.ndarray,
+        exact_keys: bool,
     ) -> list[ComplexEvent]:
         """One substream's events of a batch: ``positions`` are their global positions,
-        ``idx`` their rows in the batch."""
+        ``idx`` their rows in the batch; ``exact_keys``: each complex event's key is read
+        from its end event (``row``) rather than being ``key``."""
         n = len(positions)
         if clocks is None:
             local = sub.clock + np.arange(n)  # EVENTS windows count every event
@@ -141,6 +276,7 @@ class QueryEvaluator:
             local = sub.clock + np.cumsum(~late) - 1
         finder = NextRelevant(letters, late)
         rel = Relevance(self.query.dcea, finder.letters)
+        partition_key = self.query.partition_key
         # Python lists: the loop reads single values, which numpy scalars make slow.
         letter_of = letters.tolist()
         local_of = local.tolist()
@@ -163,8 +299,9 @@ class QueryEvaluator:
                 if clock != clock:  # NaN: the event has no clock
                     clock = None
             sub.clock = local_of[i] + 1
-            event = rows.at(row_of[i])
-            out += self._advance(sub, key, position_of[i], event, letter_of[i], clock)
+            event = row(row_of[i])
+            end_key = (partition_key(event) or key) if exact_keys else key
+            out += self._advance(sub, end_key, position_of[i], event, letter_of[i], clock)
             i += 1
         if n:
             # Leave the window where the row-by-row path would: at the batch's last clock.

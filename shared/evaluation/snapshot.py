@@ -92,6 +92,12 @@ class _Writer:
 
 
 def dump(ev: QueryEvaluator) -> bytes:
+    return dump_counted(ev)[0]
+
+
+def dump_counted(ev: QueryEvaluator) -> tuple[bytes, int]:
+    """The snapshot and the number of tECS nodes it holds (those reachable from the
+    union-lists: the live part of the data structure)."""
     writer = _Writer()
     subs = [
         {
@@ -115,7 +121,8 @@ def dump(ev: QueryEvaluator) -> bytes:
         "nodes": writer.rows,
         "substreams": subs,
     }
-    return zlib.compress(json.dumps(doc, separators=(",", ":")).encode(), 1)
+    data = zlib.compress(json.dumps(doc, separators=(",", ":")).encode(), 1)
+    return data, len(writer.rows)
 
 
 def load(query: CompiledQuery, data: bytes) -> QueryEvaluator:

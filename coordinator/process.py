@@ -1,0 +1,111 @@
+"""What every long-running fleet command shares: flags → settings, logging, signals, metrics.
+
+Flags cover the settings people change per process; anything else comes from
+``CERFLEET_…`` variables or ``--config FILE`` (TOML), and any librdkafka
+property from ``-X key=value`` (as in kcat), so security settings pass through.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import threading
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from prometheus_client import CollectorRegistry
+from pydantic import ValidationError
+from pydantic_settings import SettingsError
+
+from coordinator.observability import Health, MetricsServer
+from coordinator.settings import FleetSettings, load_settings
+from shared.errors import CerfleetError
+
+S = TypeVar("S", bound=FleetSettings)
+
+
+def add_fleet_options(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("Kafka and fleet settings")
+    g.add_argument(
+        "--bootstrap-servers", "-b", help="Kafka bootstrap servers (env CERFLEET_BOOTSTRAP_SERVERS)"
+    )
+    g.add_argument(
+        "-X",
+        dest="kafka_props",
+        action="append",
+        metavar="KEY=VALUE",
+        help="librdkafka property for every client, e.g. -X security.protocol=SASL_SSL "
+        "(repeatable)",
+    )
+    g.add_argument("--config", metavar="FILE", help="TOML file with settings")
+    g.add_argument("--registry-topic", help="query registry topic (default cerfleet.queries)")
+    g.add_argument("--keyed-topic-prefix", help="prefix of keyed topics (default cerfleet.keyed.)")
+    g.add_argument("--dead-letter-topic", help="dead-letter topic (default cerfleet.dead-letters)")
+
+
+def add_service_options(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("service")
+    g.add_argument("--metrics-port", type=int, help="serve /metrics and /healthz on this port")
+    g.add_argument("--log-level", help="DEBUG, INFO (default), WARNING, ERROR")
+
+
+def settings_from_args(cls: type[S], args: argparse.Namespace, **extra: Any) -> S:
+    flags: dict[str, Any] = {
+        "bootstrap_servers": args.bootstrap_servers,
+        "registry_topic": args.registry_topic,
+        "keyed_topic_prefix": args.keyed_topic_prefix,
+        "dead_letter_topic": args.dead_letter_topic,
+        "metrics_port": getattr(args, "metrics_port", None),
+        "log_level": getattr(args, "log_level", None),
+        **extra,
+    }
+    props: dict[str, str] = {}
+    if args.kafka_props:
+        for item in args.kafka_props:
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise CerfleetError(f"-X expects KEY=VALUE, got {item!r}")
+            props[key.strip()] = value.strip()
+    if args.config is not None and not Path(args.config).is_file():
+        raise CerfleetError(f"--config {args.config}: no such file")
+    try:
+        settings = load_settings(cls, args.config, flags)
+    except (ValidationError, SettingsError, tomllib.TOMLDecodeError) as exc:
+        raise CerfleetError(f"invalid settings: {exc}") from exc
+    settings.kafka.update(props)  # -X adds to the environment's and the file's properties
+    return settings
+
+
+def serve(
+    name: str,
+    settings: FleetSettings,
+    registry: CollectorRegistry,
+    health: Health,
+    body: Callable[[threading.Event], None],
+) -> int:
+    """Run ``body`` until SIGTERM/SIGINT (which set its stop event), with metrics served."""
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        format=f"%(asctime)s {name} %(levelname)s %(name)s: %(message)s",
+    )
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        logging.getLogger(name).info("signal %d: draining", signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    server = None
+    if settings.metrics_port is not None:
+        server = MetricsServer(registry, health, settings.metrics_host, settings.metrics_port)
+        server.start()
+    try:
+        body(stop)
+    finally:
+        if server is not None:
+            server.close()
+    return 0

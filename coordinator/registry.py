@@ -1,0 +1,222 @@
+"""The query registry: a one-partition compacted topic, query name → spec (or a tombstone).
+
+The fleet keeps no other record of its queries: the coordinator and every
+worker rebuild the registry by reading the topic. The offset of the record
+that registered a query is its *version*; ``state_at(R)`` is the set of
+queries registered by the records below offset ``R``, which is how workers
+know exactly which queries the coordinator had seen when it routed a record.
+The mock broker does not compact, so readers always keep the latest record
+per name themselves.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from bisect import bisect_left
+from typing import Any
+
+import orjson
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from coordinator.keyed import coordinates
+from shared.ceql.ast import Consume
+from shared.errors import CerfleetError
+from shared.query import CompiledQuery, compile_query
+
+log = logging.getLogger(__name__)
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$"
+
+
+class RegistryError(CerfleetError):
+    """The registry topic holds something unreadable, or could not be read in time."""
+
+
+class QuerySpec(BaseModel):
+    """One registered query, as stored (JSON) in the registry topic."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(pattern=NAME_PATTERN)
+    ceql: str
+    input_topics: tuple[str, ...] = Field(min_length=1)
+    output_topic: str = Field(min_length=1)
+    type_field: str = "type"
+    time_field: str = "timestamp"
+
+    def compile(self) -> CompiledQuery:
+        """Compile the query; raises ``CEQLError`` (with line and column) or ``CerfleetError``
+        when the fleet cannot run it."""
+        query = compile_query(self.ceql, type_field=self.type_field, time_field=self.time_field)
+        if query.partitioned and query.consume is Consume.ANY:
+            raise CerfleetError(
+                f"query {self.name!r}: CONSUME BY ANY with PARTITION BY needs one global order "
+                "of events across all keys, but the fleet evaluates each key on whichever worker "
+                "owns it, in parallel. Use CONSUME BY PARTITION (restart only the key that "
+                "matched), or drop PARTITION BY."
+            )
+        return query
+
+
+class Registered:
+    """A spec with its version (the registry offset that registered it) and compiled form."""
+
+    __slots__ = ("query", "spec", "version")
+
+    def __init__(self, spec: QuerySpec, version: int, query: CompiledQuery) -> None:
+        self.spec = spec
+        self.version = version
+        self.query = query
+
+
+class RegistryHistory:
+    """Every registry record applied so far, in offset order (no Kafka client here)."""
+
+    def __init__(self) -> None:
+        self.offset = 0  # the next registry offset to read: records below it are applied
+        # (offset, name, Registered | None) in offset order; None: removed
+        self._history: list[tuple[int, str, Registered | None]] = []
+        self._offsets: list[int] = []
+        self.current: dict[str, Registered] = {}
+        self._by_version: dict[int, Registered] = {}
+        self.errors = 0
+
+    def apply(self, offset: int, key: bytes | None, value: bytes | None) -> None:
+        """Apply the registry record at ``offset`` (``value`` None: a removal)."""
+        self.offset = offset + 1
+        name = (key or b"").decode("utf-8", "replace")
+        entry: Registered | None = None
+        if value is not None:
+            try:
+                spec = QuerySpec.model_validate(orjson.loads(value))
+                entry = Registered(spec, offset, spec.compile())
+            except (orjson.JSONDecodeError, ValidationError, CerfleetError) as exc:
+                # Never fatal: a record that no longer compiles (say, after an upgrade)
+                # only removes its query, and is reported.
+                self.errors += 1
+                log.error("registry record %d (%s) ignored: %s", offset, name, exc)
+        if entry is not None:
+            self._by_version[offset] = entry
+        self._history.append((offset, name, entry))
+        self._offsets.append(offset)
+        if entry is None:
+            self.current.pop(name, None)
+        else:
+            self.current[name] = entry
+
+    def state_at(self, offset: int) -> dict[str, Registered]:
+        """The queries registered by the records below ``offset``."""
+        if offset >= self.offset:
+            return dict(self.current)
+        state: dict[str, Registered] = {}
+        for _, name, entry in self._history[: bisect_left(self._offsets, offset)]:
+            if entry is None:
+                state.pop(name, None)
+            else:
+                state[name] = entry
+        return state
+
+    def entry(self, name: str, version: int) -> Registered | None:
+        """The registration of ``name`` made by the record at offset ``version``."""
+        entry = self._by_version.get(version)
+        return entry if entry is not None and entry.spec.name == name else None
+
+    def entries(self) -> list[Registered]:
+        """Every registration ever read, in offset order."""
+        return list(self._by_version.values())
+
+    def removed_before(self, name: str, version: int, offset: int) -> bool:
+        """Whether the registration ``version`` of ``name`` was replaced or removed by a
+        record below ``offset``."""
+        hi = bisect_left(self._offsets, offset)
+        lo = bisect_left(self._offsets, version + 1)
+        return any(n == name for _, n, _ in self._history[lo:hi])
+
+
+class Registry(RegistryHistory):
+    """The registry's history, read from its topic; call ``poll`` to follow it."""
+
+    def __init__(self, client_config: dict[str, str], topic: str) -> None:
+        super().__init__()
+        self.topic = topic
+        self._consumer = Consumer(
+            {
+                **client_config,
+                "group.id": "cerfleet-registry-reader",  # required by the client; never joined
+                "enable.auto.commit": "false",
+                "enable.partition.eof": "true",
+            }
+        )
+        self._consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+
+    def close(self) -> None:
+        self._consumer.close()
+
+    def poll(self, timeout: float = 0.0) -> bool:
+        """Apply whatever is available now; True if anything changed."""
+        changed = False
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = self._consumer.poll(max(0.0, deadline - time.monotonic()))
+            if msg is None:
+                return changed
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    self.offset = max(self.offset, msg.offset() or 0)
+                    return changed
+                if err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    return changed  # nothing registered yet
+                log.warning("registry read: %s", err)
+                return changed
+            self.apply(coordinates(msg)[2], msg.key(), msg.value())
+            changed = True
+
+    def catch_up(self, timeout: float = 30.0) -> None:
+        """Read up to the topic's current end."""
+        _, high = self._watermarks(timeout)
+        self.wait_for(high, timeout)
+
+    def wait_for(self, offset: int, timeout: float) -> None:
+        """Read until every record below ``offset`` is applied."""
+        deadline = time.monotonic() + timeout
+        while self.offset < offset:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RegistryError(
+                    f"registry topic {self.topic!r} not readable up to offset {offset} "
+                    f"within {timeout:.0f}s (read up to {self.offset})"
+                )
+            self.poll(min(left, 0.5))
+
+    def _watermarks(self, timeout: float) -> tuple[int, int]:
+        try:
+            low, high = self._consumer.get_watermark_offsets(
+                TopicPartition(self.topic, 0), timeout=timeout, cached=False
+            )
+        except Exception as exc:  # KafkaException: unknown topic means an empty registry
+            if "UNKNOWN_TOPIC" in str(exc):
+                return 0, 0
+            raise
+        return int(low), int(high)
+
+
+def write(client_config: dict[str, str], topic: str, name: str, spec: QuerySpec | None) -> int:
+    """Append a registration (or, with ``spec=None``, a removal); return its offset."""
+    producer = Producer({**client_config, "enable.idempotence": "true"})
+    result: dict[str, Any] = {}
+
+    def delivered(err: KafkaError | None, msg: Any) -> None:
+        result["err"] = err
+        result["offset"] = None if err else msg.offset()
+
+    value = None if spec is None else spec.model_dump_json().encode()
+    producer.produce(topic, key=name.encode(), value=value, partition=0, on_delivery=delivered)
+    producer.flush(30)
+    if "err" not in result:
+        raise RegistryError(f"registry topic {topic!r}: write not acknowledged within 30s")
+    if result["err"] is not None:
+        raise RegistryError(f"registry topic {topic!r}: {result['err']}")
+    return int(result["offset"])

@@ -1,0 +1,105 @@
+"""Settings of the fleet's processes, as pydantic models.
+
+Each value comes from, highest priority first: a command-line flag, an
+environment variable ``CERFLEET_<FIELD>`` (dicts as JSON, e.g.
+``CERFLEET_KAFKA='{"security.protocol": "SASL_SSL"}'``), a TOML file given with
+``--config``, then the default. Kafka client settings (``kafka`` for every
+client, ``consumer`` / ``producer`` for one kind) are librdkafka properties
+passed through untouched, so SASL, SSL and tuning need no code here.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import Field, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+_CONFIG_FILE: ContextVar[Path | None] = ContextVar("cerfleet_config_file", default=None)
+
+S = TypeVar("S", bound="FleetSettings")
+
+
+class FleetSettings(BaseSettings):
+    """What every fleet process shares: where Kafka is and the fleet's own topics."""
+
+    model_config = SettingsConfigDict(env_prefix="CERFLEET_", extra="forbid")
+
+    bootstrap_servers: str = "localhost:9092"
+    kafka: dict[str, str] = Field(default_factory=dict)
+    consumer: dict[str, str] = Field(default_factory=dict)
+    producer: dict[str, str] = Field(default_factory=dict)
+    registry_topic: str = "cerfleet.queries"
+    keyed_topic_prefix: str = "cerfleet.keyed."
+    dead_letter_topic: str = "cerfleet.dead-letters"
+    metrics_port: int | None = None
+    metrics_host: str = "0.0.0.0"
+    log_level: str = "INFO"
+
+    @field_validator("kafka", "consumer", "producer", mode="before")
+    @classmethod
+    def _stringify(cls, value: Any) -> Any:
+        # librdkafka takes strings; TOML and JSON give ints and bools.
+        if isinstance(value, dict):
+            return {
+                str(k): (str(v).lower() if isinstance(v, bool) else str(v))
+                for k, v in value.items()
+            }
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        path = _CONFIG_FILE.get()
+        if path is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+        return tuple(sources)
+
+    def client_config(self) -> dict[str, str]:
+        """librdkafka settings common to every client of this process."""
+        return {"bootstrap.servers": self.bootstrap_servers, **self.kafka}
+
+    def consumer_config(self, **overrides: str) -> dict[str, str]:
+        return {**self.client_config(), **overrides, **self.consumer}
+
+    def producer_config(self, **overrides: str) -> dict[str, str]:
+        return {**self.client_config(), **overrides, **self.producer}
+
+
+class CoordinatorSettings(FleetSettings):
+    group_id: str = "cerfleet-coordinator"
+    keyed_partitions: int = Field(8, ge=1)
+    batch_size: int = Field(10_000, ge=1)
+    commit_interval: float = Field(1.0, gt=0)
+
+
+class WorkerSettings(FleetSettings):
+    group_id: str = "cerfleet-workers"
+    checkpoint_topic_prefix: str = "cerfleet.checkpoints."
+    checkpoint_interval: float = Field(1.0, gt=0)
+    batch_size: int = Field(10_000, ge=1)
+    transactions: bool = False
+    registry_wait: float = Field(30.0, gt=0)
+
+
+def load_settings(cls: type[S], config_file: str | Path | None, flags: dict[str, Any]) -> S:
+    """Build ``cls`` from ``flags`` (unset ones omitted), the environment and ``config_file``."""
+    token = _CONFIG_FILE.set(None if config_file is None else Path(config_file))
+    try:
+        return cls(**{k: v for k, v in flags.items() if v is not None})
+    finally:
+        _CONFIG_FILE.reset(token)

@@ -1,0 +1,67 @@
+"""Smoke tests of the fleet benchmark: one tiny throughput run, and its arithmetic."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from benchmarks import fleet
+from benchmarks.datasets import stock, to_dicts
+from shared.query import compile_query
+
+
+@pytest.mark.parametrize("name", list(fleet.QUERIES))
+def test_throughput_run_gives_the_embedded_answer(name: str, tmp_path: Path) -> None:
+    query = fleet.QUERIES[name]
+    events = to_dicts(stock(3_000, seed=7))
+    want = len(compile_query(query, time_field="stock_time").evaluator().process_batch(events))
+    assert want > 0
+
+    run = fleet.run_throughput(query, events, tmp_path, stall=30.0)
+
+    assert run.route_rate > 0 and run.worker_rate > 0 and run.per_worker_rate > 0
+    assert run.keyed_records == 3_000
+    assert run.complex_events == want
+    assert len(run.worker_rates) == 1 and run.worker_rates[0] > 0
+
+
+def test_input_partitions_respect_the_retention_budget() -> None:
+    assert fleet.input_partitions(fleet.GLOBAL, 1_000_000) == 1  # global order matters
+    assert fleet.input_partitions(fleet.PARTITIONED, 1_000) == 1
+    assert fleet.input_partitions(fleet.PARTITIONED, 200_000) == 4
+
+
+def test_active_window_and_last_change() -> None:
+    samples = [(0.0, (0.0,)), (1.0, (0.0,)), (2.0, (5.0,)), (3.0, (9.0,)), (4.0, (9.0,))]
+    assert fleet.active_window(samples) == (1.5, 2.5)
+    assert fleet.last_change_time(samples) == 2.5
+    # everything between two samples: the whole interval
+    assert fleet.active_window([(0.0, (0.0,)), (1.0, (3.0,)), (2.0, (3.0,))]) == (0.0, 1.0)
+    with pytest.raises(ValueError):
+        fleet.active_window([(0.0, (1.0,)), (1.0, (1.0,))])
+
+
+def test_histogram_quantiles() -> None:
+    text = "\n".join(
+        [
+            "# TYPE h histogram",
+            'h_bucket{le="0.1",query="a"} 2.0',
+            'h_bucket{le="0.5",query="a"} 6.0',
+            'h_bucket{le="+Inf",query="a"} 8.0',
+            'h_bucket{le="0.1",query="b"} 2.0',
+            'h_bucket{le="0.5",query="b"} 2.0',
+            'h_bucket{le="+Inf",query="b"} 2.0',
+            "h_count 10.0",
+            "h_sum 1.0",
+        ]
+    )
+    buckets = fleet.histogram(fleet._metric_samples(text), "h")
+    assert buckets == {0.1: 4.0, 0.5: 8.0, math.inf: 10.0}
+    assert fleet.histogram_quantile(0.4, buckets) == pytest.approx(0.1)
+    assert fleet.histogram_quantile(0.6, buckets) == pytest.approx(0.3)
+    assert fleet.histogram_quantile(0.99, buckets) == 0.5  # in +Inf: the highest finite bound
+    assert fleet.histogram_quantile(0.5, {}) is None
+    assert fleet.quantile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.0
+    assert fleet.quantile([1.0, 2.0, 3.0, 4.0], 1.0) == 4.0

@@ -1,0 +1,203 @@
+"""The fleet's subcommands through ``cerfleet``'s entry point: ``submit`` validation (no
+broker involved), ``--help``, and a registry round trip over the Kafka protocol."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from coordinator import registry as registry_module
+from coordinator import topics as topics_module
+from shared.cli.main import main
+from tests.kafka_broker import KafkaBroker
+
+GOOD = "SELECT * FROM S WHERE SELL ; BUY PARTITION BY [name]"
+# Nothing listens on port 1: a client would hang in retries, not fail at once.
+NO_BROKER = "127.0.0.1:1"
+
+
+@pytest.fixture
+def no_kafka(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail the test if ``submit`` gets as far as touching Kafka."""
+
+    def forbidden(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("submit contacted Kafka before validating the query")
+
+    monkeypatch.setattr(topics_module, "ensure_topics", forbidden)
+    monkeypatch.setattr(registry_module, "write", forbidden)
+
+
+def submit_args(name: str, path: Path, *extra: str) -> list[str]:
+    return ["submit", name, str(path), "-i", "in", "-o", "out", "-b", NO_BROKER, *extra]
+
+
+def query_file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "query.ceql"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.usefixtures("no_kafka")
+def test_submit_rejects_a_broken_query_before_any_kafka_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = query_file(tmp_path, "SELECT * FROM S\nWHERE SELL ;; BUY\n")
+    assert main(submit_args("q", path)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cerfleet: line 2, column 13:")
+    assert "WHERE SELL ;; BUY" in err and "^" in err
+
+
+@pytest.mark.usefixtures("no_kafka")
+def test_the_guard_sees_a_valid_submit_reach_kafka(tmp_path: Path) -> None:
+    # So the tests around it prove that rejected queries never got that far.
+    with pytest.raises(AssertionError, match="contacted Kafka"):
+        main(submit_args("q", query_file(tmp_path, GOOD)))
+
+
+@pytest.mark.usefixtures("no_kafka")
+def test_submit_rejects_consume_by_any_with_partition_by(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = query_file(tmp_path, GOOD + " CONSUME BY ANY")
+    assert main(submit_args("q", path)) == 2
+    err = capsys.readouterr().err
+    assert "CONSUME BY ANY" in err and "CONSUME BY PARTITION" in err
+
+
+@pytest.mark.usefixtures("no_kafka")
+def test_submit_rejects_an_unknown_attribute(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = query_file(tmp_path, "DECLARE STREAM S { EVENT SELL { price: double } }\n" + GOOD)
+    assert main(submit_args("q", path)) == 2
+    assert "line 2" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("no_kafka")
+@pytest.mark.parametrize(
+    "args",
+    [("bad name",), ("q", "-o", "")],
+    ids=["bad-name", "empty-output-topic"],
+)
+def test_submit_rejects_invalid_fields_cleanly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: tuple[str, ...]
+) -> None:
+    path = query_file(tmp_path, GOOD)
+    name, *extra = args
+    assert main(submit_args(name, path, *extra)) == 2
+    assert capsys.readouterr().err.startswith("cerfleet: ")
+
+
+@pytest.mark.usefixtures("no_kafka")
+def test_submit_reports_a_missing_query_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(submit_args("q", tmp_path / "missing.ceql")) == 2
+    assert "missing.ceql" in capsys.readouterr().err
+
+
+def test_help_lists_the_fleet_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for command in (
+        "coordinator",
+        "worker",
+        "submit",
+        "remove",
+        "queries",
+        "produce",
+        "consume",
+        "dev",
+    ):
+        assert f"\n    {command}" in out, command
+
+
+@pytest.mark.parametrize("command", ["submit", "remove", "queries", "produce", "consume"])
+def test_fleet_commands_take_the_kafka_options(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    for option in ("--bootstrap-servers", "-X KEY=VALUE", "--config", "--registry-topic"):
+        assert option in out
+
+
+# ------------------------------------------------------------ through a broker
+
+
+def test_submit_queries_remove_round_trip(
+    kafka: KafkaBroker,
+    topic_name: Callable[[str], str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    registry = topic_name("cli-registry")
+    kafka.create_topic(registry, 1)
+    fleet = ["-b", kafka.bootstrap_servers, "--registry-topic", registry]
+
+    def queries() -> list[dict[str, Any]]:
+        capsys.readouterr()
+        assert main(["queries", *fleet]) == 0
+        out, err = capsys.readouterr()
+        docs = [orjson.loads(line) for line in out.splitlines()]
+        assert err.strip().endswith(f"{len(docs)} queries")
+        return docs
+
+    assert queries() == []
+    path = query_file(tmp_path, GOOD)
+    assert (
+        main(
+            [
+                "submit",
+                "q1",
+                str(path),
+                "-i",
+                "in-a",
+                "-i",
+                "in-b",
+                "-o",
+                "out",
+                "--time-field",
+                "at",
+                *fleet,
+            ]
+        )
+        == 0
+    )
+    assert "registered q1 (version 0)" in capsys.readouterr().err
+    assert main(["submit", "q2", str(path), "-i", "in-a", "-o", "out", *fleet]) == 0
+    assert queries() == [
+        {
+            "version": 0,
+            "name": "q1",
+            "ceql": GOOD,
+            "input_topics": ["in-a", "in-b"],
+            "output_topic": "out",
+            "type_field": "type",
+            "time_field": "at",
+        },
+        {
+            "version": 1,
+            "name": "q2",
+            "ceql": GOOD,
+            "input_topics": ["in-a"],
+            "output_topic": "out",
+            "type_field": "type",
+            "time_field": "timestamp",
+        },
+    ]
+
+    assert main(["remove", "q1", *fleet]) == 0
+    assert "removed q1 (registry offset 2)" in capsys.readouterr().err
+    assert [(d["name"], d["version"]) for d in queries()] == [("q2", 1)]
+    # Removing what is not registered is an error, and writes nothing.
+    assert main(["remove", "q1", *fleet]) == 2
+    assert "no query named 'q1'" in capsys.readouterr().err
+    # Submitting again registers a new version.
+    assert main(["submit", "q1", str(path), "-i", "in-a", "-o", "out", *fleet]) == 0
+    assert [(d["name"], d["version"]) for d in queries()] == [("q1", 3), ("q2", 1)]

@@ -1,0 +1,217 @@
+"""The query registry without Kafka: ``QuerySpec`` and ``RegistryHistory``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from coordinator.registry import QuerySpec, Registered, RegistryHistory
+from shared.errors import CEQLError, CerfleetError
+
+Q1 = "SELECT * FROM S WHERE A ; B"
+Q2 = "SELECT * FROM S WHERE A ; B PARTITION BY [k]"
+
+
+def spec(name: str = "q", ceql: str = Q1, **kw: Any) -> QuerySpec:
+    fields: dict[str, Any] = {"input_topics": ("in",), "output_topic": "out", **kw}
+    return QuerySpec(name=name, ceql=ceql, **fields)
+
+
+def value(name: str, ceql: str = Q1) -> bytes:
+    return spec(name, ceql).model_dump_json().encode()
+
+
+# ----------------------------------------------------------------- QuerySpec
+
+
+@pytest.mark.parametrize("name", ["q", "Q1", "0", "stock.sell-buy_2", "a" * 200, "a" + "-._" * 60])
+def test_valid_names(name: str) -> None:
+    assert spec(name).name == name
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["", "-q", ".q", "_q", "a b", "q\n", "q:1", "q/1", "ä", "a" * 201, "q;", "q*"],
+)
+def test_invalid_names(name: str) -> None:
+    with pytest.raises(ValidationError):
+        spec(name)
+
+
+@pytest.mark.parametrize("missing", ["name", "ceql", "input_topics", "output_topic"])
+def test_required_fields(missing: str) -> None:
+    doc = orjson.loads(value("q"))
+    del doc[missing]
+    with pytest.raises(ValidationError, match=missing):
+        QuerySpec.model_validate(doc)
+
+
+def test_no_input_topic_no_empty_output_no_extra_field() -> None:
+    with pytest.raises(ValidationError):
+        spec(input_topics=())
+    with pytest.raises(ValidationError):
+        spec(output_topic="")
+    with pytest.raises(ValidationError):
+        QuerySpec.model_validate({**orjson.loads(value("q")), "surprise": 1})
+
+
+def test_spec_defaults_and_json_round_trip() -> None:
+    s = spec(input_topics=("b", "a"))
+    assert (s.type_field, s.time_field) == ("type", "timestamp")
+    assert QuerySpec.model_validate_json(s.model_dump_json()) == s
+
+
+def test_compile_follows_the_field_names() -> None:
+    query = spec(ceql=Q1 + " WITHIN 5 SECONDS", type_field="kind", time_field="at").compile()
+    assert query.type_field == "kind" and "at" in query.attributes
+
+
+def test_consume_by_any_with_partition_by_is_rejected() -> None:
+    with pytest.raises(CerfleetError, match="CONSUME BY PARTITION") as info:
+        spec(ceql=Q2 + " CONSUME BY ANY").compile()
+    assert "'q'" in str(info.value)
+    assert not isinstance(info.value, CEQLError)
+    # Each alone is fine, and so is the combination the message suggests.
+    spec(ceql=Q1 + " CONSUME BY ANY").compile()
+    assert spec(ceql=Q2 + " CONSUME BY PARTITION").compile().partitioned
+
+
+def test_a_syntax_error_has_a_line_and_column() -> None:
+    with pytest.raises(CEQLError) as info:
+        spec(ceql="SELECT * FROM S\nWHERE A ;; B").compile()
+    assert (info.value.line, info.value.column) == (2, 10)
+    assert str(info.value).startswith("line 2, column 10:")
+
+
+# ----------------------------------------------------------------- RegistryHistory
+
+
+def history_of(*records: tuple[int, str, bytes | None]) -> RegistryHistory:
+    h = RegistryHistory()
+    for offset, name, v in records:
+        h.apply(offset, name.encode(), v)
+    return h
+
+
+def versions(state: dict[str, Registered]) -> dict[str, int]:
+    return {name: entry.version for name, entry in state.items()}
+
+
+def test_state_at() -> None:
+    # With offset gaps, as compaction leaves them.
+    h = history_of(
+        (0, "q1", value("q1")),
+        (2, "q2", value("q2", Q2)),
+        (3, "q1", None),
+        (7, "q2", value("q2")),
+    )
+    assert h.offset == 8
+    assert versions(h.state_at(0)) == {}
+    assert versions(h.state_at(1)) == {"q1": 0}
+    assert versions(h.state_at(2)) == {"q1": 0}
+    assert versions(h.state_at(3)) == {"q1": 0, "q2": 2}
+    assert versions(h.state_at(4)) == {"q2": 2}
+    assert versions(h.state_at(7)) == {"q2": 2}
+    assert versions(h.state_at(8)) == {"q2": 7}
+    assert versions(h.state_at(1000)) == versions(h.current) == {"q2": 7}
+    assert h.state_at(3)["q2"].query.partitioned
+    assert not h.state_at(8)["q2"].query.partitioned
+    # state_at gives a copy: callers cannot change the registry through it.
+    h.state_at(100).clear()
+    assert versions(h.current) == {"q2": 7}
+
+
+def test_removed_before() -> None:
+    h = history_of(
+        (0, "q1", value("q1")),
+        (1, "q2", value("q2")),
+        (5, "q1", None),
+        (8, "q1", value("q1")),
+        (9, "q2", value("q2")),
+    )
+    # q1@0 was removed by the record at 5: seen by offsets above 5.
+    assert not h.removed_before("q1", 0, 5)
+    assert h.removed_before("q1", 0, 6)
+    assert h.removed_before("q1", 0, 100)
+    # Below its own version, or before anything touched it: not removed.
+    assert not h.removed_before("q1", 8, 3)
+    assert not h.removed_before("q1", 8, 9)
+    assert not h.removed_before("q1", 8, 100)
+    # q2@1 was replaced at 9; other names' records do not count.
+    assert not h.removed_before("q2", 1, 9)
+    assert h.removed_before("q2", 1, 10)
+
+
+def test_entry_and_entries() -> None:
+    h = history_of((0, "q1", value("q1")), (1, "q2", value("q2")), (2, "q1", None))
+    e = h.entry("q1", 0)
+    assert e is not None and e.spec.name == "q1" and e.version == 0
+    assert h.entry("q2", 0) is None  # version 0 is q1's
+    assert h.entry("q1", 2) is None  # a removal registers nothing
+    assert h.entry("q1", 99) is None
+    assert [(r.spec.name, r.version) for r in h.entries()] == [("q1", 0), ("q2", 1)]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        b"{not json",
+        b"[1, 2]",
+        orjson.dumps({"name": "q", "ceql": Q1}),  # fields missing
+        orjson.dumps({"name": "q", "ceql": "SELECT", "input_topics": ["i"], "output_topic": "o"}),
+        value("q", Q2 + " CONSUME BY ANY"),
+        b"\xff\xfe",
+    ],
+    ids=["invalid-json", "array", "missing-fields", "syntax-error", "any-partition", "binary"],
+)
+def test_an_unusable_record_is_counted_and_acts_as_removal(bad: bytes) -> None:
+    h = history_of((0, "q", value("q")), (1, "other", value("other")))
+    h.apply(2, b"q", bad)  # never raises
+    assert h.errors == 1
+    assert h.offset == 3
+    assert versions(h.current) == {"other": 1}
+    assert versions(h.state_at(2)) == {"q": 0, "other": 1}
+    assert h.removed_before("q", 0, 3)
+    assert h.entry("q", 2) is None
+    # A later valid record registers it again.
+    h.apply(3, b"q", value("q"))
+    assert versions(h.current) == {"other": 1, "q": 3}
+
+
+# A model: the registry as a list of (name, version or None), replayed up to each offset.
+ops = st.lists(
+    st.tuples(st.integers(1, 3), st.sampled_from(["a", "b", "c"]), st.booleans()),
+    max_size=20,
+)
+
+
+@settings(max_examples=100, deadline=None, database=None)
+@given(ops=ops)
+def test_history_matches_a_replay(ops: list[tuple[int, str, bool]]) -> None:
+    h = RegistryHistory()
+    log: list[tuple[int, str, bool]] = []
+    offset = -1
+    for gap, name, add in ops:
+        offset += gap
+        h.apply(offset, name.encode(), value(name) if add else None)
+        log.append((offset, name, add))
+    for at in range(offset + 3):
+        model: dict[str, int] = {}
+        for o, name, add in log:
+            if o < at:
+                if add:
+                    model[name] = o
+                else:
+                    model.pop(name, None)
+        assert versions(h.state_at(at)) == model
+        for name, version in model.items():
+            touched_later = any(n == name and version < o < at + 5 for o, n, _ in log)
+            assert h.removed_before(name, version, at + 5) == touched_later
+            assert not h.removed_before(name, version, at)
+    assert [r.version for r in h.entries()] == [o for o, _, add in log if add]
+    assert h.errors == 0

@@ -1,0 +1,225 @@
+"""Checkpoints: the binary form, corrupt data, chunking, and finding the latest complete one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shared.errors import SnapshotError
+from workers import checkpoint as checkpoint_module
+from workers.checkpoint import (
+    CHUNK_HEADER,
+    CHUNK_SIZE,
+    MAGIC,
+    Checkpoint,
+    QueryCheckpoint,
+    _latest_complete,
+    checkpoint_key,
+    write_checkpoint,
+)
+
+names = st.text(min_size=1, max_size=20)
+offsets = st.integers(0, 2**62)
+
+query_checkpoints = st.builds(
+    QueryCheckpoint,
+    version=offsets,
+    fingerprint=st.text(alphabet="0123456789abcdef", min_size=64, max_size=64),
+    emitted=offsets,
+    snapshot=st.binary(max_size=200),
+)
+checkpoints = st.builds(
+    Checkpoint,
+    keyed_topic=names,
+    partition=st.integers(0, 10_000),
+    next_offset=offsets,
+    sources=st.dictionaries(names, offsets, max_size=4),
+    queries=st.dictionaries(names, query_checkpoints, max_size=4),
+    retired=st.lists(st.tuples(names, offsets), max_size=4).map(sorted),
+    output_bounds=st.dictionaries(names, offsets, max_size=4),
+)
+
+
+@settings(max_examples=100, deadline=None, database=None)
+@given(ckpt=checkpoints)
+def test_encode_decode_round_trip(ckpt: Checkpoint) -> None:
+    data = ckpt.encode()
+    assert data.startswith(MAGIC)
+    assert Checkpoint.decode(data) == ckpt
+    assert Checkpoint.decode(data).encode() == data
+
+
+def sample() -> Checkpoint:
+    return Checkpoint(
+        "cerfleet.keyed.k.0123456789ab",
+        3,
+        42,
+        {"in:0": 41},
+        {
+            "q1": QueryCheckpoint(5, "f" * 64, 7, b"\x00snapshot-one"),
+            "q2": QueryCheckpoint(6, "e" * 64, 0, b""),
+            "q3": QueryCheckpoint(9, "d" * 64, 1, b"three" * 10),
+        },
+        [("old", 2)],
+        {"out": 100},
+    )
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"garbage",
+        MAGIC,
+        MAGIC + b"\x00\x00",
+        b"CFCK0" + sample().encode()[len(MAGIC) :],  # another version's magic
+        sample().encode() + b"trailing",
+    ],
+    ids=["empty", "garbage", "magic-only", "short-length", "other-magic", "trailing"],
+)
+def test_garbage_is_a_snapshot_error(data: bytes) -> None:
+    with pytest.raises(SnapshotError):
+        Checkpoint.decode(data)
+
+
+def test_a_checkpoint_truncated_in_its_snapshots_is_a_snapshot_error() -> None:
+    data = sample().encode()
+    header_end = len(MAGIC) + 4 + int.from_bytes(data[len(MAGIC) : len(MAGIC) + 4], "big")
+    assert header_end < len(data)
+    for cut in range(header_end, len(data)):
+        with pytest.raises(SnapshotError):
+            Checkpoint.decode(data[:cut])
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        sample().encode()[: len(MAGIC) + 10],  # cut inside the header
+        MAGIC + b"\x00\x00\x00\x02{}",  # a header without the fields
+        MAGIC + b"\x00\x00\x00\x02[]",  # a header that is not an object
+        MAGIC + b"\x00\x00\x00\x01\xff",  # not UTF-8
+    ],
+    ids=["cut-in-header", "no-fields", "not-an-object", "not-utf8"],
+)
+def test_a_corrupt_header_is_a_snapshot_error(data: bytes) -> None:
+    with pytest.raises(SnapshotError):
+        Checkpoint.decode(data)
+
+
+# ----------------------------------------------------------------- _latest_complete
+
+KEY = checkpoint_key("t", 0)
+OTHER = checkpoint_key("t", 1)
+
+
+def chunks(
+    cid: str, data: bytes, n: int, key: bytes | None = KEY
+) -> list[tuple[bytes | None, bytes, bytes]]:
+    size = -(-len(data) // n) or 1
+    parts = [data[i * size : (i + 1) * size] for i in range(n)]
+    return [(key, f"{cid}:{i}:{n}".encode(), part) for i, part in enumerate(parts)]
+
+
+def test_latest_complete_takes_the_newest_complete_checkpoint() -> None:
+    records = [
+        *chunks("a", b"first checkpoint", 1),
+        *chunks("b", b"second checkpoint", 3),
+        *chunks("x", b"another partition's", 2, key=OTHER),
+        *chunks("c", b"third checkpoint", 2),
+    ]
+    assert _latest_complete(records, KEY) == b"third checkpoint"
+    assert _latest_complete(records, OTHER) == b"another partition's"
+
+
+def test_latest_complete_ignores_a_trailing_incomplete_checkpoint() -> None:
+    # A crash while writing "c": only its first chunks made it.
+    records = [
+        *chunks("a", b"first checkpoint", 2),
+        *chunks("b", b"second checkpoint", 3),
+        *chunks("c", b"third checkpoint", 4)[:3],
+        *chunks("x", b"other key, newer", 1, key=OTHER),
+    ]
+    assert _latest_complete(records, KEY) == b"second checkpoint"
+
+
+def test_latest_complete_without_a_complete_checkpoint() -> None:
+    assert _latest_complete([], KEY) is None
+    assert _latest_complete(chunks("c", b"partial", 3)[1:], KEY) is None
+    assert _latest_complete(chunks("x", b"not ours", 1, key=OTHER), KEY) is None
+    assert _latest_complete(chunks("y", b"no key", 1, key=None), KEY) is None
+
+
+# ----------------------------------------------------------------- write_checkpoint
+
+
+class FakeProducer:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def produce(self, topic: str, **kwargs: Any) -> None:
+        self.calls.append((topic, kwargs))
+
+
+def written(producer: FakeProducer) -> list[tuple[bytes | None, bytes, bytes]]:
+    out = []
+    for _, kw in producer.calls:
+        (name, header), *rest = kw["headers"]
+        assert name == CHUNK_HEADER and rest == []
+        out.append((kw["key"], header, kw["value"]))
+    return out
+
+
+def test_a_large_checkpoint_is_written_in_chunks() -> None:
+    big = Checkpoint(
+        "keyed", 5, 10, queries={"q": QueryCheckpoint(1, "f", 2, bytes(range(256)) * 9000)}
+    )
+    data = big.encode()
+    assert len(data) > 2 * CHUNK_SIZE
+    producer = FakeProducer()
+    delivered = object()
+    size = write_checkpoint(producer, "ckpts", 4, big, delivered)  # type: ignore[arg-type]
+    assert size == len(data)
+    n = -(-len(data) // CHUNK_SIZE)
+    assert len(producer.calls) == n == 3
+    records = written(producer)
+    headers = [h.decode().split(":") for _, h, _ in records]
+    assert len({cid for cid, _, _ in headers}) == 1
+    assert [(int(i), int(c)) for _, i, c in headers] == [(i, n) for i in range(n)]
+    for topic, kw in producer.calls:
+        assert topic == "ckpts"
+        assert kw["key"] == checkpoint_key("keyed", 5)
+        assert kw["partition"] == 5 % 4
+        assert kw["on_delivery"] is delivered
+        assert len(kw["value"]) <= CHUNK_SIZE
+    found = _latest_complete(records, checkpoint_key("keyed", 5))
+    assert found == data
+    assert Checkpoint.decode(found) == big
+
+
+def test_a_small_checkpoint_is_one_record() -> None:
+    producer = FakeProducer()
+    write_checkpoint(producer, "ckpts", 8, sample(), None)  # type: ignore[arg-type]
+    ((_, kw),) = producer.calls
+    assert kw["headers"][0][1].decode().endswith(":0:1")
+    assert kw["value"] == sample().encode()
+
+
+def test_successive_checkpoints_get_distinct_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(checkpoint_module, "CHUNK_SIZE", 16)
+    producer = FakeProducer()
+    first, second = sample(), sample()
+    second.next_offset = 99
+    write_checkpoint(producer, "ckpts", 1, first, None)  # type: ignore[arg-type]
+    write_checkpoint(producer, "ckpts", 1, second, None)  # type: ignore[arg-type]
+    records = written(producer)
+    assert len({h.split(b":")[0] for _, h, _ in records}) == 2
+    assert Checkpoint.decode(_latest_complete(records, KEY_OF_SAMPLE) or b"").next_offset == 99
+    # A crash in the middle of the second one: the first is found.
+    half = len(records) - 2
+    assert Checkpoint.decode(_latest_complete(records[:half], KEY_OF_SAMPLE) or b"") == first
+
+
+KEY_OF_SAMPLE = checkpoint_key(sample().keyed_topic, sample().partition)

@@ -1,0 +1,249 @@
+"""The fleet end to end over the Kafka protocol: coordinator and worker processes.
+
+Every test compares the complex events delivered on the output topics with
+the embedded engine's answer over the same events, as a multiset: a lost or a
+repeated complex event fails it. The input topic has one partition, so input
+offsets are the embedded run's positions.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from benchmarks.datasets import stock, to_dicts
+from shared.query import compile_query
+from tests.fleet import Fleet, TopicReader
+from tests.kafka_broker import KafkaBroker
+
+N_EVENTS = 50_000
+
+# With PARTITION BY, Kleene +, a time window and CONSUME BY PARTITION.
+PARTITIONED = """SELECT * FROM S WHERE SELL as s ; BUY+ as b ; SELL as c
+FILTER s[volume >= 2000] AND b[volume >= 2000] AND c[volume >= 2000]
+PARTITION BY [name] WITHIN 60000 [stock_time] CONSUME BY PARTITION"""
+# Without PARTITION BY: one key, one keyed partition.
+GLOBAL = """SELECT * FROM S WHERE SELL as a ; BUY as b ; SELL as c
+FILTER a[name = 'INTC'] AND b[name = 'MSFT'] AND c[name = 'INTC']
+WITHIN 3000 [stock_time]"""
+# A count window per key.
+PER_KEY_EVENTS = """SELECT * FROM S WHERE BUY as a ; BUY as b ; SELL as c
+FILTER a[price > 30] AND b[volume > 500] AND c[volume > 500]
+PARTITION BY [name] WITHIN 10 EVENTS"""
+
+Signature = tuple[Any, tuple[int, ...]]
+
+
+@pytest.fixture(scope="module")
+def events() -> list[dict[str, Any]]:
+    return to_dicts(stock(N_EVENTS, seed=7))
+
+
+def expected(query: str, events: list[dict[str, Any]]) -> Counter[Signature]:
+    out = compile_query(query, time_field="stock_time").evaluator().process_batch(events)
+    return Counter((None if ce.key is None else tuple(ce.key), ce.positions) for ce in out)
+
+
+def delivered(values: list[dict[str, Any]], events: list[dict[str, Any]]) -> Counter[Signature]:
+    got: Counter[Signature] = Counter()
+    for v in values:
+        offsets = tuple(s["offset"] for s in v["sources"])
+        # The published events are the input events, byte for byte after JSON.
+        assert v["events"] == [events[o] for o in offsets]
+        got[(None if v["key"] is None else tuple(v["key"]), offsets)] += 1
+    return got
+
+
+@pytest.fixture
+def fleet(kafka: KafkaBroker, tmp_path: Path) -> Iterator[Fleet]:
+    f = Fleet(kafka, tmp_path)
+    yield f
+    f.close()
+
+
+def _lines(events: list[dict[str, Any]]) -> list[bytes]:
+    return [orjson.dumps(e) for e in events]
+
+
+def _check(
+    readers: dict[str, TopicReader],
+    queries: dict[str, str],
+    events: list[dict[str, Any]],
+    timeout: float,
+) -> dict[str, int]:
+    counts = {}
+    for name, text in queries.items():
+        want = expected(text, events)
+        reader = readers[name]
+        reader.wait_for(sum(want.values()), timeout)
+        got = delivered(reader.values(), events)
+        missing = want - got
+        extra = got - want
+        assert not missing and not extra, (
+            f"{name}: {sum(missing.values())} missing, {sum(extra.values())} extra "
+            f"of {sum(want.values())}"
+        )
+        counts[name] = sum(want.values())
+    return counts
+
+
+def _produce_in_chunks(
+    fleet: Fleet, topic: str, lines: list[bytes], chunks: int, pause: float
+) -> threading.Thread:
+    def run() -> None:
+        size = -(-len(lines) // chunks)
+        for i in range(0, len(lines), size):
+            fleet.produce(topic, lines[i : i + size])
+            time.sleep(pause)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+QUERIES = {"partitioned": PARTITIONED, "global": GLOBAL}
+
+
+def test_fleet_gives_the_embedded_answer(fleet: Fleet, events: list[dict[str, Any]]) -> None:
+    queries = {**QUERIES, "per-key-events": PER_KEY_EVENTS}
+    source, readers = _setup_with_time(fleet, queries)
+    fleet.coordinator()
+    fleet.worker()
+    fleet.worker()
+    fleet.produce(source, _lines(events))
+    counts = _check(readers, queries, events, timeout=180)
+    assert counts["partitioned"] > 1000 and counts["global"] > 100
+
+
+def _setup_with_time(fleet: Fleet, queries: dict[str, str]) -> tuple[str, dict[str, TopicReader]]:
+    source = fleet.topic("stock")
+    readers = {}
+    for name, text in queries.items():
+        out = fleet.topic(f"out-{name}", 4)
+        path = fleet.log_dir / f"{name}.ceql"
+        path.write_text(text)
+        done = fleet.cli(
+            "submit", name, str(path), "-i", source, "-o", out, "--time-field", "stock_time"
+        )
+        assert done.returncode == 0, done.stderr
+        readers[name] = fleet.reader(out, 4)
+    return source, readers
+
+
+def test_sigkill_three_times_loses_and_repeats_nothing(
+    fleet: Fleet, events: list[dict[str, Any]]
+) -> None:
+    source, readers = _setup_with_time(fleet, QUERIES)
+    fleet.coordinator()
+    workers = [fleet.worker() for _ in range(3)]
+    rng = random.Random(5)
+    producer = _produce_in_chunks(fleet, source, _lines(events), chunks=10, pause=1.0)
+    for _ in range(3):
+        time.sleep(rng.uniform(1.0, 3.0))
+        victim = rng.choice([w for w in workers if w.alive()])
+        victim.kill()
+        workers.remove(victim)
+        workers.append(fleet.worker())
+    producer.join()
+    _check(readers, QUERIES, events, timeout=240)
+    assert sum(w.metric("cerfleet_worker_recoveries_total") for w in workers) > 0
+
+
+def test_rebalance_add_two_remove_one(fleet: Fleet, events: list[dict[str, Any]]) -> None:
+    source, readers = _setup_with_time(fleet, QUERIES)
+    fleet.coordinator()
+    first = fleet.worker()
+    producer = _produce_in_chunks(fleet, source, _lines(events), chunks=8, pause=1.0)
+    time.sleep(1.5)
+    second = fleet.worker()
+    third = fleet.worker()
+    time.sleep(2.5)
+    assert first.terminate() == 0  # SIGTERM: drain, checkpoint, leave the group
+    producer.join()
+    _check(readers, QUERIES, events, timeout=240)
+    assert second.alive() and third.alive()
+
+
+def test_poison_messages_go_to_the_dead_letter_topic(
+    fleet: Fleet, events: list[dict[str, Any]]
+) -> None:
+    queries = {"partitioned": PARTITIONED}
+    source, readers = _setup_with_time(fleet, queries)
+    fleet.coordinator()
+    fleet.worker()
+    rng = random.Random(11)
+    lines = []
+    good_events = []
+    bad = 0
+    poison = [
+        b"{not json",
+        b'["an", "array"]',
+        b'{"name": "INTC", "price": 1.0}',  # no type field
+        b'{"type": 7, "name": "INTC"}',
+    ]
+    for event in events[:20_000]:
+        if rng.random() < 0.01:
+            lines.append(rng.choice(poison))
+            bad += 1
+        lines.append(orjson.dumps(event))
+        good_events.append(event)
+    dead = fleet.reader(fleet.dead_letter_topic)
+    fleet.produce(source, lines)
+    # Positions in the expected answer are offsets in the mixed stream.
+    offsets = [i for i, line in enumerate(lines) if line not in poison]
+    want = expected(PARTITIONED, good_events)
+    want = Counter({(k, tuple(offsets[p] for p in pos)): n for (k, pos), n in want.items()})
+    reader = readers["partitioned"]
+    reader.wait_for(sum(want.values()), 120)
+    by_offset = dict(zip(offsets, good_events, strict=True))
+    got = delivered(reader.values(), [by_offset.get(i, {}) for i in range(len(lines))])
+    assert got == want
+    dead.wait_for(bad, 60, settle=1.0)
+    dead_offsets = {orjson.loads(dict(m.headers())["cerfleet-src"])[2] for m in dead.records}
+    assert dead_offsets == {i for i, line in enumerate(lines) if line in poison}
+    assert all(dict(m.headers()).get("cerfleet-error") for m in dead.records)
+
+
+def test_transactional_workers_survive_a_crash(fleet: Fleet, events: list[dict[str, Any]]) -> None:
+    """With ``--transactions`` outputs, checkpoints and offsets commit together on brokers
+    that implement transactions; on any broker the answer must stay exact."""
+    source, readers = _setup_with_time(fleet, QUERIES)
+    fleet.coordinator()
+    first = fleet.worker("--transactions")
+    second = fleet.worker("--transactions")
+    producer = _produce_in_chunks(fleet, source, _lines(events), chunks=6, pause=1.0)
+    time.sleep(2.5)
+    first.kill()
+    fleet.worker("--transactions")
+    producer.join()
+    _check(readers, QUERIES, events, timeout=240)
+    assert second.alive()
+
+
+@pytest.mark.real_kafka
+def test_transactions_hide_outputs_until_the_checkpoint_commits(
+    fleet: Fleet, events: list[dict[str, Any]]
+) -> None:
+    """On a broker with transaction semantics, read_committed consumers see a worker's
+    outputs only once the checkpoint round that covers them has committed."""
+    source, readers = _setup_with_time(fleet, {"global": GLOBAL})
+    fleet.coordinator()
+    fleet.worker("--transactions", "--checkpoint-interval", "20")
+    committed = readers["global"]
+    out_topic = f"{fleet.prefix}.out-global"
+    uncommitted = fleet.reader(out_topic, 4, isolation="read_uncommitted")
+    fleet.produce(source, _lines(events[:20_000]))
+    uncommitted.wait_for(1, 15, settle=0.5)
+    committed.poll(1.0)
+    assert uncommitted.records and not committed.records
+    want = expected(GLOBAL, events[:20_000])
+    committed.wait_for(sum(want.values()), 60)
+    assert delivered(committed.values(), events) == want

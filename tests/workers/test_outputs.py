@@ -1,0 +1,151 @@
+"""Output records: their JSON, their key, and the origin tag that makes replays idempotent."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from coordinator.keyed import ORIGIN_HEADER
+from coordinator.registry import NAME_PATTERN
+from shared.complex_event import ComplexEvent
+from workers.outputs import (
+    SOURCE_FIELD,
+    origin,
+    output_key,
+    output_value,
+    parse_origin,
+    published_seqs,
+    strip_source,
+)
+
+KEYED = "cerfleet.keyed.name.0123456789ab"
+
+
+def test_output_value_shape() -> None:
+    events = (
+        {"type": "SELL", "name": "INTC", "price": 1.5, SOURCE_FIELD: ["stock", 0, 17]},
+        {"type": "BUY", "name": "INTC", "price": 2, SOURCE_FIELD: ["stock", 2, 40]},
+    )
+    ce = ComplexEvent(start=16, end=42, positions=(17, 42), key=("INTC",), events=events)
+    doc = orjson.loads(output_value("q1", KEYED, 3, ce))
+    assert doc == {
+        "query": "q1",
+        "key": ["INTC"],
+        "start": 16,
+        "end": 42,
+        "keyed": {"topic": KEYED, "partition": 3},
+        "events": [
+            {"type": "SELL", "name": "INTC", "price": 1.5},
+            {"type": "BUY", "name": "INTC", "price": 2},
+        ],
+        "sources": [
+            {"topic": "stock", "partition": 0, "offset": 17},
+            {"topic": "stock", "partition": 2, "offset": 40},
+        ],
+    }
+    # The engine's events are left as they were.
+    assert SOURCE_FIELD in events[0]
+    assert output_key(ce) == b'["INTC"]'
+
+
+def test_output_value_without_key_or_sources() -> None:
+    ce = ComplexEvent(start=0, end=0, positions=(0,), key=None, events=({"type": "A"},))
+    doc = orjson.loads(output_value("q", KEYED, 0, ce))
+    assert doc["key"] is None
+    assert doc["events"] == [{"type": "A"}]
+    assert doc["sources"] == [None]
+    assert output_key(ce) is None
+
+
+def test_strip_source() -> None:
+    event = {"a": 1, SOURCE_FIELD: ["t", 0, 1]}
+    assert strip_source(event) == {"a": 1}
+    assert event == {"a": 1, SOURCE_FIELD: ["t", 0, 1]}
+
+
+topic_names = st.from_regex(r"\A[A-Za-z0-9._-]{1,249}\Z")
+query_names = st.from_regex(NAME_PATTERN.replace("^", r"\A").replace("$", r"\Z"))
+counts = st.integers(0, 2**62)
+
+
+@settings(max_examples=100, deadline=None, database=None)
+@given(
+    topic=topic_names,
+    partition=st.integers(0, 10_000),
+    query=query_names,
+    version=counts,
+    seq=counts,
+)
+def test_origin_round_trip(topic: str, partition: int, query: str, version: int, seq: int) -> None:
+    tag = origin(topic, partition, query, version, seq)
+    assert isinstance(tag, bytes)
+    assert parse_origin(tag) == (topic, partition, query, version, seq)
+
+
+@dataclass
+class FakeMessage:
+    _headers: list[tuple[str, bytes | str | None]] | None
+    _topic: str = "out"
+    _partition: int = 0
+    _offset: int = 0
+
+    def headers(self) -> list[tuple[str, bytes | str | None]] | None:
+        return self._headers
+
+    def topic(self) -> str:
+        return self._topic
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+
+def tagged(partition: int, query: str, version: int, seq: int, topic: str = KEYED) -> FakeMessage:
+    return FakeMessage(
+        [("other", b"x"), (ORIGIN_HEADER, origin(topic, partition, query, version, seq))]
+    )
+
+
+def test_published_seqs_takes_the_highest_per_query_and_version() -> None:
+    msgs = [
+        tagged(3, "q1", 5, 0),
+        tagged(3, "q1", 5, 2),
+        tagged(3, "q1", 5, 1),  # out of order: the maximum counts
+        tagged(3, "q1", 9, 0),  # another version of q1
+        tagged(3, "q2", 5, 7),
+        tagged(4, "q1", 5, 50),  # another keyed partition
+        tagged(3, "q1", 5, 60, topic="cerfleet.keyed.other"),  # another keyed topic
+        FakeMessage(None),  # no headers at all
+        FakeMessage([("other", None), (ORIGIN_HEADER, None)]),
+        # Headers as str values (as some clients hand them back) are read too.
+        FakeMessage([(ORIGIN_HEADER, origin(KEYED, 3, "q3", 1, 4).decode())]),
+    ]
+    assert published_seqs(msgs, KEYED, 3) == {
+        ("q1", 5): 2,
+        ("q1", 9): 0,
+        ("q2", 5): 7,
+        ("q3", 1): 4,
+    }
+    assert published_seqs(msgs, KEYED, 4) == {("q1", 5): 50}
+    assert published_seqs([], KEYED, 3) == {}
+
+
+@settings(max_examples=100, deadline=None, database=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 2), st.sampled_from(["a", "b"]), st.integers(0, 2), counts),
+        max_size=30,
+    )
+)
+def test_published_seqs_is_a_maximum(tags: list[tuple[int, str, int, int]]) -> None:
+    msgs = [tagged(*t) for t in tags]
+    want: dict[tuple[str, int], int] = {}
+    for partition, query, version, seq in tags:
+        if partition == 1:
+            want[(query, version)] = max(seq, want.get((query, version), -1))
+    assert published_seqs(msgs, KEYED, 1) == want

@@ -1,0 +1,235 @@
+"""A keyed partition's checkpoint, and the topic it is kept in.
+
+A checkpoint is everything a worker needs to continue a keyed partition as if
+it had never stopped: the next keyed offset, the last input offset seen per
+input partition (to drop records a coordinator routed twice), and per query
+its registry version, output count and engine snapshot (union-lists and the
+tECS nodes they reach, see ``shared.evaluation.snapshot``). It also keeps,
+per output topic, an offset below which none of the partition's later
+outputs can lie, so a successor scans only the tail of the output topic.
+
+Binary layout (no pickle: checkpoints are read back from a topic): ``MAGIC``,
+a 4-byte big-endian header length, the header as JSON, then the query
+snapshots back to back (their lengths are in the header). One checkpoint is
+written as one record, or as several chunks when it is larger than a record
+may be; chunks carry ``id:index:count`` in a header, and a reader takes the
+latest checkpoint whose chunks are all present.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+
+from coordinator.keyed import coordinates, header_items
+from shared.errors import SnapshotError
+
+log = logging.getLogger(__name__)
+
+MAGIC = b"CFCK1"
+CHUNK_HEADER = "cerfleet-chunk"
+# Below the default message.max.bytes (1 MB) with room for headers and batching.
+CHUNK_SIZE = 900_000
+
+
+@dataclass
+class QueryCheckpoint:
+    version: int
+    fingerprint: str
+    emitted: int
+    snapshot: bytes
+
+
+@dataclass
+class Checkpoint:
+    keyed_topic: str
+    partition: int
+    next_offset: int
+    sources: dict[str, int] = field(default_factory=dict)
+    queries: dict[str, QueryCheckpoint] = field(default_factory=dict)
+    retired: list[tuple[str, int]] = field(default_factory=list)
+    output_bounds: dict[str, int] = field(default_factory=dict)
+    registry_seen: int = 0
+
+    def encode(self) -> bytes:
+        names = sorted(self.queries)
+        header = {
+            "keyed_topic": self.keyed_topic,
+            "partition": self.partition,
+            "next_offset": self.next_offset,
+            "sources": self.sources,
+            "retired": self.retired,
+            "output_bounds": self.output_bounds,
+            "registry_seen": self.registry_seen,
+            "queries": [
+                {
+                    "name": n,
+                    "version": self.queries[n].version,
+                    "fingerprint": self.queries[n].fingerprint,
+                    "emitted": self.queries[n].emitted,
+                    "size": len(self.queries[n].snapshot),
+                }
+                for n in names
+            ],
+        }
+        head = orjson.dumps(header)
+        return b"".join(
+            [MAGIC, struct.pack(">I", len(head)), head, *(self.queries[n].snapshot for n in names)]
+        )
+
+    @classmethod
+    def decode(cls, data: bytes) -> Checkpoint:
+        try:
+            return cls._decode(data)
+        except (ValueError, KeyError, TypeError, struct.error) as exc:  # JSONDecodeError too
+            raise SnapshotError(f"corrupt cerfleet checkpoint: {exc!r}") from exc
+
+    @classmethod
+    def _decode(cls, data: bytes) -> Checkpoint:
+        if not data.startswith(MAGIC) or len(data) < len(MAGIC) + 4:
+            raise SnapshotError("not a cerfleet checkpoint")
+        at = len(MAGIC)
+        (size,) = struct.unpack_from(">I", data, at)
+        at += 4
+        header: dict[str, Any] = orjson.loads(data[at : at + size])
+        at += size
+        queries = {}
+        for q in header["queries"]:
+            queries[q["name"]] = QueryCheckpoint(
+                q["version"], q["fingerprint"], q["emitted"], data[at : at + q["size"]]
+            )
+            at += q["size"]
+        if at != len(data):
+            raise SnapshotError("truncated cerfleet checkpoint")
+        return cls(
+            header["keyed_topic"],
+            header["partition"],
+            header["next_offset"],
+            header["sources"],
+            queries,
+            [(str(n), int(v)) for n, v in header["retired"]],
+            header["output_bounds"],
+            int(header.get("registry_seen", 0)),
+        )
+
+
+def checkpoint_key(keyed_topic: str, partition: int) -> bytes:
+    return f"{keyed_topic}:{partition}".encode()
+
+
+def write_checkpoint(
+    producer: Producer, topic: str, partitions: int, ckpt: Checkpoint, on_delivery: Any
+) -> int:
+    """Produce ``ckpt`` (in chunks if needed) to its partition of ``topic``; returns its size."""
+    data = ckpt.encode()
+    key = checkpoint_key(ckpt.keyed_topic, ckpt.partition)
+    cid = uuid.uuid4().hex[:12]
+    chunks = [data[i : i + CHUNK_SIZE] for i in range(0, len(data), CHUNK_SIZE)] or [b""]
+    for i, chunk in enumerate(chunks):
+        header = f"{cid}:{i}:{len(chunks)}".encode()
+        producer.produce(
+            topic,
+            key=key,
+            value=chunk,
+            partition=ckpt.partition % partitions,
+            headers=[(CHUNK_HEADER, header)],
+            on_delivery=on_delivery,
+        )
+    return len(data)
+
+
+def read_checkpoint(
+    scanner: Consumer,
+    topic: str,
+    partitions: int,
+    keyed_topic: str,
+    partition: int,
+    timeout: float = 30.0,
+) -> Checkpoint | None:
+    """The latest complete checkpoint of ``keyed_topic``'s ``partition``, or None.
+
+    Reads the checkpoint partition's tail, widening backwards until a complete
+    checkpoint of this keyed partition is found (co-partitioned topics find it
+    in the last record)."""
+    tp = TopicPartition(topic, partition % partitions)
+    low, high = scanner.get_watermark_offsets(tp, timeout=timeout, cached=False)
+    key = checkpoint_key(keyed_topic, partition)
+    window = 16
+    end = high
+    while end > low:
+        start = max(low, end - window)
+        found = _latest_complete(_read_range(scanner, tp, start, end, timeout), key)
+        if found is not None:
+            return Checkpoint.decode(found)
+        end = start
+        window *= 4
+    return None
+
+
+def _latest_complete(records: list[tuple[bytes | None, bytes, bytes]], key: bytes) -> bytes | None:
+    """The newest checkpoint in ``records`` (key, chunk header, value) whose chunks are all
+    there; chunks of one checkpoint are contiguous among its key's records."""
+    parts: dict[str, dict[int, bytes]] = {}
+    counts: dict[str, int] = {}
+    newest: bytes | None = None
+    for rkey, header, value in records:
+        if rkey != key:
+            continue
+        cid, index, count = header.decode().split(":")
+        parts.setdefault(cid, {})[int(index)] = value
+        counts[cid] = int(count)
+        if len(parts[cid]) == counts[cid]:
+            newest = b"".join(parts[cid][i] for i in range(counts[cid]))
+    return newest
+
+
+def _read_range(
+    scanner: Consumer, tp: TopicPartition, start: int, end: int, timeout: float
+) -> list[tuple[bytes | None, bytes, bytes]]:
+    """Records of ``tp`` in [start, end), as (key, chunk header, value)."""
+    out: list[tuple[bytes | None, bytes, bytes]] = []
+    for msg in scan(scanner, tp, start, end, timeout):
+        header = None
+        for k, v in header_items(msg):
+            if k == CHUNK_HEADER:
+                header = v
+        if header is not None:  # not a checkpoint otherwise
+            out.append((msg.key(), header, msg.value() or b""))
+    return out
+
+
+def scan(scanner: Consumer, tp: TopicPartition, start: int, end: int, timeout: float) -> list[Any]:
+    """Every data record of ``tp`` with an offset in [start, end) (control records and
+    retention gaps make offsets skip, so this stops at ``end`` or at the partition's end)."""
+    if start >= end:
+        return []
+    first = start if start > 0 else OFFSET_BEGINNING
+    scanner.assign([TopicPartition(tp.topic, tp.partition, first)])
+    out: list[Any] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            msgs = scanner.consume(10_000, 0.2)
+            for msg in msgs:
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        return out
+                    log.warning("scan %s[%d]: %s", tp.topic, tp.partition, err)
+                    continue
+                offset = coordinates(msg)[2]
+                if offset >= end:
+                    return out
+                out.append(msg)
+                if offset >= end - 1:
+                    return out
+        raise TimeoutError(f"reading {tp.topic}[{tp.partition}] {start}..{end}: over {timeout}s")
+    finally:
+        scanner.unassign()

@@ -1,0 +1,55 @@
+"""``cerfleet worker``: one process of the worker fleet (run as many as needed)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from coordinator.process import add_fleet_options, add_service_options, settings_from_args
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "worker",
+        help="evaluate queries over keyed topics (join the worker group)",
+        description="Join the worker consumer group, evaluate every registered query over "
+        "the keyed partitions assigned to this process, publish complex events to the "
+        "queries' output topics and checkpoint evaluator state. SIGTERM drains, "
+        "checkpoints and leaves the group.",
+    )
+    add_fleet_options(p)
+    add_service_options(p)
+    p.add_argument("--group-id", help="consumer group of workers (default cerfleet-workers)")
+    p.add_argument(
+        "--checkpoint-interval", type=float, help="seconds between checkpoints (default 1)"
+    )
+    p.add_argument("--batch-size", type=int, help="records per consume call (default 10000)")
+    p.add_argument(
+        "--transactions",
+        action="store_true",
+        default=None,
+        help="publish outputs, checkpoints and offsets in Kafka transactions "
+        "(needs a broker that implements them)",
+    )
+    p.set_defaults(handler=_worker)
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from coordinator.process import serve
+    from coordinator.settings import WorkerSettings
+    from workers.metrics import WorkerMetrics
+    from workers.worker import Worker
+
+    settings = settings_from_args(
+        WorkerSettings,
+        args,
+        group_id=args.group_id,
+        checkpoint_interval=args.checkpoint_interval,
+        batch_size=args.batch_size,
+        transactions=args.transactions,
+    )
+    metrics = WorkerMetrics()
+    worker = Worker(settings, metrics)
+    return serve("worker", settings, metrics.registry, worker.health, worker.run)

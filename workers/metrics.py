@@ -1,0 +1,79 @@
+"""The worker's Prometheus metrics (one registry per worker, served by ``MetricsServer``)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from coordinator.observability import dead_letters_counter
+
+# Event read → complex event handed to the producer: sub-millisecond when the
+# engine keeps up, up to seconds while a backlog drains.
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10)
+
+
+class WorkerMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry = registry or CollectorRegistry()
+        self.events_in = Counter(
+            "cerfleet_worker_events_in",
+            "Keyed records read",
+            ["keyed_topic"],
+            registry=registry,
+        )
+        self.duplicates = Counter(
+            "cerfleet_worker_duplicates",
+            "Keyed records dropped as copies already processed (routed twice)",
+            registry=registry,
+        )
+        self.complex_events = Counter(
+            "cerfleet_complex_events_out",
+            "Complex events published",
+            ["query"],
+            registry=registry,
+        )
+        self.suppressed = Counter(
+            "cerfleet_worker_outputs_suppressed",
+            "Complex events recomputed on replay and not published again",
+            registry=registry,
+        )
+        self.dead_letters = dead_letters_counter(registry)
+        self.latency = Histogram(
+            "cerfleet_processing_latency_seconds",
+            "Event read to complex event produced",
+            ["query"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.active_keys = Gauge(
+            "cerfleet_active_keys", "PARTITION BY keys with an evaluator", registry=registry
+        )
+        self.tecs_nodes = Gauge(
+            "cerfleet_tecs_nodes",
+            "tECS nodes reachable from the union-lists (counted at each checkpoint)",
+            registry=registry,
+        )
+        self.assigned = Gauge(
+            "cerfleet_assigned_partitions", "Keyed partitions owned", registry=registry
+        )
+        self.checkpoint_seconds = Histogram(
+            "cerfleet_checkpoint_duration_seconds",
+            "Time to write a checkpoint round (flush, snapshots, commit)",
+            registry=registry,
+        )
+        self.checkpoint_bytes = Gauge(
+            "cerfleet_checkpoint_size_bytes",
+            "Size of the latest checkpoint per keyed partition",
+            ["keyed_topic", "partition"],
+            registry=registry,
+        )
+        self.lag = Gauge(
+            "cerfleet_consumer_lag",
+            "Keyed records not yet processed (high watermark minus next offset)",
+            ["keyed_topic", "partition"],
+            registry=registry,
+        )
+        self.recoveries = Counter(
+            "cerfleet_worker_recoveries",
+            "Keyed partitions taken over (checkpoint restored or started fresh)",
+            registry=registry,
+        )

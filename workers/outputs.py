@@ -1,0 +1,90 @@
+"""The complex-event records workers publish, and the origin tag that makes them idempotent.
+
+Each output record is JSON::
+
+    {"query": "q1", "key": ["INTC"], "start": 17, "end": 42,
+     "keyed": {"topic": "cerfleet.keyed.name.…", "partition": 3},
+     "events": [{...}, ...],
+     "sources": [{"topic": "stock", "partition": 0, "offset": 1234}, ...]}
+
+``start`` and ``end`` are offsets in the keyed partition (the positions the
+engine numbered the interval with); ``sources`` gives, for each matched event
+in order, the input record it came from. The record key is the PARTITION BY
+values as JSON (none without PARTITION BY), and every output of one keyed
+partition goes to the same output partition, so one key's complex events stay
+in order.
+
+The ``cerfleet-origin`` header, ``keyed_topic:partition:query:version:seq``,
+numbers each query's outputs per keyed partition. Replay is deterministic, so
+the n-th output of a replay is the n-th output of the original run: a worker
+taking over a partition reads the highest ``seq`` already published and skips
+up to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from coordinator.keyed import ORIGIN_HEADER, header_items
+from shared.complex_event import ComplexEvent
+
+SOURCE_FIELD = "@cerfleet.source"  # injected into events; not a CEQL identifier, so unqueryable
+
+
+def output_value(query: str, keyed_topic: str, partition: int, ce: ComplexEvent) -> bytes:
+    events = []
+    sources = []
+    for event in ce.events:
+        src = event.get(SOURCE_FIELD)
+        events.append({k: v for k, v in event.items() if k != SOURCE_FIELD})
+        sources.append(
+            None if src is None else {"topic": src[0], "partition": src[1], "offset": src[2]}
+        )
+    doc: dict[str, Any] = {
+        "query": query,
+        "key": None if ce.key is None else list(ce.key),
+        "start": ce.start,
+        "end": ce.end,
+        "keyed": {"topic": keyed_topic, "partition": partition},
+        "events": events,
+        "sources": sources,
+    }
+    return orjson.dumps(doc)
+
+
+def output_key(ce: ComplexEvent) -> bytes | None:
+    return None if ce.key is None else orjson.dumps(list(ce.key))
+
+
+def origin(keyed_topic: str, partition: int, query: str, version: int, seq: int) -> bytes:
+    return f"{keyed_topic}:{partition}:{query}:{version}:{seq}".encode()
+
+
+def parse_origin(value: bytes) -> tuple[str, int, str, int, int]:
+    topic, partition, query, version, seq = value.decode().split(":")
+    return topic, int(partition), query, int(version), int(seq)
+
+
+def published_seqs(
+    headers_of: list[Any], keyed_topic: str, partition: int
+) -> dict[tuple[str, int], int]:
+    """From output records (anything with ``headers()``), the highest ``seq`` published per
+    (query, version) for one keyed partition."""
+    out: dict[tuple[str, int], int] = {}
+    for msg in headers_of:
+        for k, v in header_items(msg):
+            if k != ORIGIN_HEADER or v is None:
+                continue
+            topic, part, query, version, seq = parse_origin(v)
+            if topic == keyed_topic and part == partition:
+                key = (query, version)
+                if seq > out.get(key, -1):
+                    out[key] = seq
+    return out
+
+
+def strip_source(event: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in event.items() if k != SOURCE_FIELD}

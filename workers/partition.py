@@ -1,0 +1,242 @@
+"""One keyed partition's evaluation: the queries' evaluators and the replay bookkeeping.
+
+This is the deterministic core of the worker, with no Kafka client in it: the
+complex events it returns depend only on the checkpoint it started from and
+the keyed records it is given, never on how those records were batched. That
+is what lets a successor replay a partition after a crash and recognise the
+outputs its predecessor already published:
+
+- records at offsets already processed are ignored (a fetch after a seek);
+- a record routed twice by a restarted coordinator (same input partition, an
+  input offset not above the last one seen) is dropped;
+- the queries run on a record are those registered below the record's
+  registry offset (see ``coordinator.keyed``); once started, a query keeps
+  running until a registry record below some later record's offset replaces
+  or removes it, so coordinators that lag behind one another cannot make it
+  flap;
+- each query numbers its outputs; numbers below ``suppress`` were published
+  before the takeover and are not returned again.
+
+Events are evaluated in columnar batches (``QueryEvaluator.process_columns``)
+labelled with their keyed offsets, which become the complex events' positions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import orjson
+
+from coordinator.registry import Registered
+from shared.complex_event import ComplexEvent
+from shared.evaluation.query_evaluator import QueryEvaluator
+from shared.evaluation.snapshot import dump_counted
+from shared.events.columns import columns_of
+from workers.catalog import Catalog
+from workers.checkpoint import Checkpoint, QueryCheckpoint
+from workers.outputs import SOURCE_FIELD
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """What evaluation needs of one keyed record."""
+
+    offset: int
+    value: bytes | None
+    src: tuple[str, int, int] | None
+    registry: int
+    key: bytes | None = None
+
+
+@dataclass(slots=True)
+class DeadLetter:
+    record: Record
+    query: str | None
+    reason: str
+    error: str
+
+
+@dataclass(slots=True)
+class Output:
+    run: QueryRun
+    seq: int
+    ce: ComplexEvent
+
+
+@dataclass(slots=True)
+class QueryRun:
+    entry: Registered
+    evaluator: QueryEvaluator
+    emitted: int = 0  # outputs numbered so far
+    suppress: int = 0  # outputs numbered below this were already published
+
+    @property
+    def name(self) -> str:
+        return self.entry.spec.name
+
+
+@dataclass
+class PartitionState:
+    keyed_topic: str
+    partition: int
+    catalog: Catalog
+    next_offset: int = 0
+    sources: dict[str, int] = field(default_factory=dict)
+    runs: dict[str, QueryRun] = field(default_factory=dict)
+    retired: set[tuple[str, int]] = field(default_factory=set)
+    output_bounds: dict[str, int] = field(default_factory=dict)
+    published: dict[tuple[str, int], int] = field(default_factory=dict)
+    dirty: bool = False
+    duplicates: int = 0
+    suppressed: int = 0
+    tecs_nodes: int = 0  # as of the latest checkpoint
+    registry_seen: int = 0  # the highest registry offset of a record processed
+
+    def process(self, records: Sequence[Record]) -> tuple[list[Output], list[DeadLetter]]:
+        """Evaluate ``records`` (in offset order); return new outputs and dead letters."""
+        dead: list[DeadLetter] = []
+        batches: dict[int, tuple[QueryRun, list[dict[str, object]], list[int]]] = {}
+        active: list[QueryRun] = []
+        active_at: int | None = None
+        for rec in records:
+            if rec.offset < self.next_offset:
+                continue
+            self.next_offset = rec.offset + 1
+            self.dirty = True
+            src = rec.src
+            if src is not None:
+                skey = f"{src[0]}:{src[1]}"
+                if src[2] <= self.sources.get(skey, -1):
+                    self.duplicates += 1
+                    continue
+                self.sources[skey] = src[2]
+            try:
+                event = orjson.loads(rec.value) if rec.value is not None else None
+            except orjson.JSONDecodeError as exc:
+                dead.append(DeadLetter(rec, None, "invalid_json", f"not valid JSON: {exc}"))
+                continue
+            if not isinstance(event, dict):
+                dead.append(DeadLetter(rec, None, "not_an_object", "not a JSON object"))
+                continue
+            if src is not None:
+                event[SOURCE_FIELD] = list(src)
+            if rec.registry != active_at:
+                active = self._active(rec.registry)
+                active_at = rec.registry
+            for run in active:
+                query = run.evaluator.query
+                if not isinstance(event.get(query.type_field), str):
+                    dead.append(
+                        DeadLetter(
+                            rec, run.name, "no_type", f"type field {query.type_field!r} missing"
+                        )
+                    )
+                    continue
+                problem = query.check_event(event)
+                if problem is not None:
+                    dead.append(DeadLetter(rec, run.name, "schema", problem))
+                    continue
+                batch = batches.get(id(run))
+                if batch is None:
+                    batch = batches[id(run)] = (run, [], [])
+                batch[1].append(event)
+                batch[2].append(rec.offset)
+        outputs: list[Output] = []
+        for run, events, positions in batches.values():
+            query = run.evaluator.query
+            ces = run.evaluator.process_columns(
+                columns_of(events, query.attributes), events=events, positions=positions
+            )
+            for ce in ces:
+                seq = run.emitted
+                run.emitted = seq + 1
+                if seq < run.suppress:
+                    self.suppressed += 1
+                    continue
+                outputs.append(Output(run, seq, ce))
+        return outputs, dead
+
+    def _active(self, registry_offset: int) -> list[QueryRun]:
+        """The runs a record with this registry offset goes to, started or retired as needed."""
+        self.registry_seen = max(self.registry_seen, registry_offset)
+        for name, run in list(self.runs.items()):
+            if self.catalog.removed_before(name, run.entry.version, registry_offset):
+                self.retired.add((name, run.entry.version))
+                del self.runs[name]
+        for name, entry in self.catalog.queries_at(self.keyed_topic, registry_offset).items():
+            if (
+                name not in self.runs
+                and (name, entry.version) not in self.retired
+                # A lagging coordinator's record must not start what a record already
+                # processed here had seen removed.
+                and not self.catalog.removed_before(name, entry.version, self.registry_seen)
+            ):
+                self.runs[name] = self._new_run(entry, entry.query.evaluator(), 0)
+        return [self.runs[n] for n in sorted(self.runs)]
+
+    def _new_run(self, entry: Registered, evaluator: QueryEvaluator, emitted: int) -> QueryRun:
+        published = self.published.get((entry.spec.name, entry.version), -1)
+        return QueryRun(entry, evaluator, emitted, published + 1)
+
+    # -- checkpoints ---------------------------------------------------------------
+
+    def checkpoint(self) -> Checkpoint:
+        """The state as a checkpoint; also counts the tECS nodes it holds (``tecs_nodes``)."""
+        snapshots = {}
+        nodes = 0
+        for name, run in self.runs.items():
+            snapshots[name], count = dump_counted(run.evaluator)
+            nodes += count
+        self.tecs_nodes = nodes
+        return Checkpoint(
+            self.keyed_topic,
+            self.partition,
+            self.next_offset,
+            dict(self.sources),
+            {
+                name: QueryCheckpoint(
+                    run.entry.version,
+                    run.evaluator.query.fingerprint,
+                    run.emitted,
+                    snapshots[name],
+                )
+                for name, run in self.runs.items()
+            },
+            sorted(self.retired),
+            dict(self.output_bounds),
+            self.registry_seen,
+        )
+
+    @classmethod
+    def restore(
+        cls,
+        catalog: Catalog,
+        keyed_topic: str,
+        partition: int,
+        ckpt: Checkpoint | None,
+        published: dict[tuple[str, int], int],
+    ) -> PartitionState:
+        """The state ``ckpt`` describes (a fresh one without), knowing which outputs the
+        previous owners already ``published`` (highest seq per query and version)."""
+        state = cls(keyed_topic, partition, catalog, published=published)
+        if ckpt is None:
+            return state
+        state.next_offset = ckpt.next_offset
+        state.sources = dict(ckpt.sources)
+        state.retired = set(ckpt.retired)
+        state.output_bounds = dict(ckpt.output_bounds)
+        state.registry_seen = ckpt.registry_seen
+        for name, qc in ckpt.queries.items():
+            entry = catalog.entry(name, qc.version)
+            if entry is None or entry.query.fingerprint != qc.fingerprint:
+                raise LookupError(
+                    f"checkpoint of {keyed_topic}[{partition}] needs query {name!r} "
+                    f"version {qc.version}, which the registry does not hold"
+                )
+            evaluator = entry.query.restore(qc.snapshot)
+            state.runs[name] = state._new_run(entry, evaluator, qc.emitted)
+        return state
+
+    def active_keys(self) -> int:
+        return sum(len(run.evaluator.substreams) for run in self.runs.values())
