@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -40,6 +41,7 @@ checkpoints = st.builds(
     queries=st.dictionaries(names, query_checkpoints, max_size=4),
     retired=st.lists(st.tuples(names, offsets), max_size=4).map(sorted),
     output_bounds=st.dictionaries(names, offsets, max_size=4),
+    registry_seen=offsets,
 )
 
 
@@ -107,6 +109,19 @@ def test_a_checkpoint_truncated_in_its_snapshots_is_a_snapshot_error() -> None:
 def test_a_corrupt_header_is_a_snapshot_error(data: bytes) -> None:
     with pytest.raises(SnapshotError):
         Checkpoint.decode(data)
+
+
+def test_a_checkpoint_without_registry_seen_still_decodes() -> None:
+    # Written before the field existed: its header lacks it.
+    old = sample()
+    data = old.encode()
+    size = int.from_bytes(data[len(MAGIC) : len(MAGIC) + 4], "big")
+    header = orjson.loads(data[len(MAGIC) + 4 : len(MAGIC) + 4 + size])
+    del header["registry_seen"]
+    head = orjson.dumps(header)
+    rest = data[len(MAGIC) + 4 + size :]
+    decoded = Checkpoint.decode(MAGIC + len(head).to_bytes(4, "big") + head + rest)
+    assert decoded == old and decoded.registry_seen == 0
 
 
 # ----------------------------------------------------------------- _latest_complete
