@@ -99,7 +99,7 @@ from shared.query import compile_query
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# The queries of tests/workers/test_fleet.py.
+# Shared with the fleet tests (tests/workers/test_fleet.py), which check their answers.
 # With PARTITION BY, Kleene +, a time window and CONSUME BY PARTITION.
 PARTITIONED = """SELECT * FROM S WHERE SELL as s ; BUY+ as b ; SELL as c
 FILTER s[volume >= 2000] AND b[volume >= 2000] AND c[volume >= 2000]

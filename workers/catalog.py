@@ -11,16 +11,22 @@ class Catalog:
         self.registry = registry
         self.prefix = keyed_topic_prefix
         self._cache: dict[tuple[str, int], dict[str, Registered]] = {}
+        self._outputs: dict[str, set[str]] = {}
         self._cached_at = registry.offset
 
     def keyed_topic_of(self, entry: Registered) -> str:
         return group_id_of(entry).keyed_topic(self.prefix)
 
+    def _refresh(self) -> None:
+        if self._cached_at != self.registry.offset:
+            # New registry records: answers for offsets at or past the old end may change.
+            self._cache.clear()
+            self._outputs.clear()
+            self._cached_at = self.registry.offset
+
     def queries_at(self, keyed_topic: str, offset: int) -> dict[str, Registered]:
         """The queries of ``keyed_topic``'s group registered below registry ``offset``."""
-        if self._cached_at != self.registry.offset:
-            self._cache.clear()  # records at or past the old end may answer differently now
-            self._cached_at = self.registry.offset
+        self._refresh()
         key = (keyed_topic, offset)
         found = self._cache.get(key)
         if found is None:
@@ -38,9 +44,14 @@ class Catalog:
         return self.registry.entry(name, version)
 
     def output_topics(self, keyed_topic: str) -> set[str]:
-        """Every output topic a query of this keyed topic's group has ever had."""
-        return {
-            e.spec.output_topic
-            for e in self.registry.entries()
-            if self.keyed_topic_of(e) == keyed_topic
-        }
+        """Every output topic a query of this keyed topic's group has ever had (asked at
+        every checkpoint round, so cached until the registry moves)."""
+        self._refresh()
+        found = self._outputs.get(keyed_topic)
+        if found is None:
+            found = self._outputs[keyed_topic] = {
+                e.spec.output_topic
+                for e in self.registry.entries()
+                if self.keyed_topic_of(e) == keyed_topic
+            }
+        return found

@@ -39,7 +39,7 @@ def output_value(query: str, keyed_topic: str, partition: int, ce: ComplexEvent)
     sources = []
     for event in ce.events:
         src = event.get(SOURCE_FIELD)
-        events.append({k: v for k, v in event.items() if k != SOURCE_FIELD})
+        events.append(strip_source(event))
         sources.append(
             None if src is None else {"topic": src[0], "partition": src[1], "offset": src[2]}
         )

@@ -20,20 +20,13 @@ import orjson
 import pytest
 
 from benchmarks.datasets import stock, to_dicts
+from benchmarks.fleet import GLOBAL, PARTITIONED, QUERIES
 from shared.query import compile_query
 from tests.fleet import Fleet, TopicReader
 from tests.kafka_broker import KafkaBroker
 
 N_EVENTS = 50_000
 
-# With PARTITION BY, Kleene +, a time window and CONSUME BY PARTITION.
-PARTITIONED = """SELECT * FROM S WHERE SELL as s ; BUY+ as b ; SELL as c
-FILTER s[volume >= 2000] AND b[volume >= 2000] AND c[volume >= 2000]
-PARTITION BY [name] WITHIN 60000 [stock_time] CONSUME BY PARTITION"""
-# Without PARTITION BY: one key, one keyed partition.
-GLOBAL = """SELECT * FROM S WHERE SELL as a ; BUY as b ; SELL as c
-FILTER a[name = 'INTC'] AND b[name = 'MSFT'] AND c[name = 'INTC']
-WITHIN 3000 [stock_time]"""
 # A count window per key.
 PER_KEY_EVENTS = """SELECT * FROM S WHERE BUY as a ; BUY as b ; SELL as c
 FILTER a[price > 30] AND b[volume > 500] AND c[volume > 500]
@@ -107,9 +100,6 @@ def _produce_in_chunks(
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     return thread
-
-
-QUERIES = {"partitioned": PARTITIONED, "global": GLOBAL}
 
 
 def test_fleet_gives_the_embedded_answer(fleet: Fleet, events: list[dict[str, Any]]) -> None:
