@@ -39,6 +39,15 @@ def register(subparsers: Any) -> None:
         "--input-topic", "-i", action="append", required=True, help="input topic (repeatable)"
     )
     p.add_argument("--output-topic", "-o", required=True, help="topic for the complex events")
+    p.add_argument(
+        "--output-partitions",
+        type=int,
+        metavar="N",
+        help="partitions of the output topic if it does not exist yet and submit creates it "
+        "(default 8, like keyed topics: each keyed partition then writes to an output "
+        "partition of its own; env CERFLEET_OUTPUT_PARTITIONS); an existing topic is left "
+        "as it is",
+    )
     p.add_argument("--type-field", default="type", help="attribute holding the event type")
     p.add_argument("--time-field", default="timestamp", help="attribute holding the event time")
     add_fleet_options(p)
@@ -119,7 +128,7 @@ def _submit(args: argparse.Namespace) -> int:
     from coordinator.topics import ensure_topics
     from shared.errors import CerfleetError
 
-    settings = settings_from_args(FleetSettings, args)
+    settings = settings_from_args(FleetSettings, args, output_partitions=args.output_partitions)
     try:
         text = Path(args.query).read_text(encoding="utf-8")
     except OSError as exc:
@@ -138,7 +147,14 @@ def _submit(args: argparse.Namespace) -> int:
         raise CerfleetError(f"cannot register {args.name!r}: {problems}") from exc
     spec.compile()  # CEQLError / CerfleetError: reported by main, nothing registered
     client = settings.client_config()
-    ensure_topics(client, {settings.registry_topic: 1})
+    # Created here rather than left to the first worker with an output to publish, so
+    # the count asked for applies. An existing topic with another count is reported
+    # only when a count was asked for (flag, environment or file), not for the default.
+    ensure_topics(
+        client,
+        {spec.output_topic: settings.output_partitions},
+        report_mismatch="output_partitions" in settings.model_fields_set,
+    )
     offset = write(client, settings.registry_topic, spec.name, spec)
     print(f"registered {spec.name} (version {offset})", file=sys.stderr)
     return 0

@@ -13,17 +13,25 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from importlib import resources
 from pathlib import Path
 
 import orjson
 
 from coordinator.local_broker import LocalBroker
 from coordinator.settings import FleetSettings
+from shared.errors import CerfleetError
 
 REGISTRY_TOPIC = FleetSettings.model_fields["registry_topic"].default
 DEAD_LETTER_TOPIC = FleetSettings.model_fields["dead_letter_topic"].default
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+# Package data, not the repository's examples/ (which an installed wheel does not
+# have): copies of examples/stock.ceql and examples/stock.jsonl, kept equal to them by
+# a test.
+EXAMPLE_PACKAGE = "coordinator"
+EXAMPLE_FILES = ("stock.ceql", "stock.jsonl")
 
 # Fast group membership for a local broker: a rebalance lasts about the session
 # timeout, and failover after a crash waits for it.
@@ -34,7 +42,31 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "shared.cli", *args]
 
 
+@contextmanager
+def example_files() -> Iterator[dict[str, Path]]:
+    """The bundled example files by name, as paths on disk while the context lasts
+    (a package imported from a zip archive has them extracted to a temporary place)."""
+    folder = resources.files(EXAMPLE_PACKAGE) / "examples"
+    with ExitStack() as stack:
+        paths = {}
+        for name in EXAMPLE_FILES:
+            resource = folder / name
+            if not resource.is_file():
+                raise CerfleetError(
+                    f"the bundled example {name} is missing from {folder}: a broken install?"
+                )
+            paths[name] = stack.enter_context(resources.as_file(resource))
+        yield paths
+
+
 def run_dev(workers: int, example: bool, metrics_port: int | None) -> int:
+    with ExitStack() as stack:
+        # Found before the broker starts, so a broken install fails at once.
+        examples = stack.enter_context(example_files()) if example else {}
+        return _run(workers, examples, metrics_port)
+
+
+def _run(workers: int, examples: dict[str, Path], metrics_port: int | None) -> int:
     with LocalBroker() as broker:
         bootstrap = broker.bootstrap_servers
         env = {
@@ -50,13 +82,13 @@ def run_dev(workers: int, example: bool, metrics_port: int | None) -> int:
         broker.create_topic("stock-matches", 4)
         print(f"bootstrap servers: {bootstrap}", flush=True)
         print(f"  export CERFLEET_BOOTSTRAP_SERVERS={bootstrap}", flush=True)
-        if example:
-            _submit_example(env)
+        if examples:
+            _submit_example(env, examples["stock.ceql"])
         ports = iter(range(metrics_port, metrics_port + 1 + workers) if metrics_port else [])
         children = [_start(["coordinator"], env, next(ports, None))]
         children += [_start(["worker"], env, next(ports, None)) for _ in range(workers)]
-        if example:
-            _produce_example(env)
+        if examples:
+            _produce_example(env, examples["stock.jsonl"])
             print(
                 f"complex events: cerfleet consume stock-matches --bootstrap-servers {bootstrap}",
                 flush=True,
@@ -86,12 +118,12 @@ def _start(args: list[str], env: dict[str, str], port: int | None) -> subprocess
     return subprocess.Popen(_cli(*args, *extra), env=env)
 
 
-def _submit_example(env: dict[str, str]) -> None:
+def _submit_example(env: dict[str, str], query: Path) -> None:
     subprocess.run(
         _cli(
             "submit",
             "stock",
-            str(EXAMPLES / "stock.ceql"),
+            str(query),
             "--input-topic",
             "stock",
             "--output-topic",
@@ -102,7 +134,5 @@ def _submit_example(env: dict[str, str]) -> None:
     )
 
 
-def _produce_example(env: dict[str, str]) -> None:
-    subprocess.run(
-        _cli("produce", str(EXAMPLES / "stock.jsonl"), "--topic", "stock"), env=env, check=True
-    )
+def _produce_example(env: dict[str, str], events: Path) -> None:
+    subprocess.run(_cli("produce", str(events), "--topic", "stock"), env=env, check=True)

@@ -1,12 +1,17 @@
-"""The query registry: a one-partition compacted topic, query name → spec (or a tombstone).
+"""The query registry: a one-partition topic of records query name → spec (null: removed).
 
 The fleet keeps no other record of its queries: the coordinator and every
-worker rebuild the registry by reading the topic. The offset of the record
-that registered a query is its *version*; ``state_at(R)`` is the set of
-queries registered by the records below offset ``R``, which is how workers
-know exactly which queries the coordinator had seen when it routed a record.
-The mock broker does not compact, so readers always keep the latest record
-per name themselves.
+worker rebuild the registry by reading the topic from its start, keeping the
+latest record per name. The offset of the record that registered a query is
+its *version*; ``state_at(R)`` is the set of queries registered by the records
+below offset ``R``, which is how workers know exactly which queries the
+coordinator had seen when it routed a record.
+
+The topic keeps every record for ever (``retention.ms=-1``,
+``cleanup.policy=delete``; see :data:`TOPIC_CONFIG`). It must not be compacted:
+a checkpoint names the query versions it holds state for, and compaction would
+drop a version that a newer record of the same name replaced while a
+checkpoint still needs it, so restoring that checkpoint would fail.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from coordinator.keyed import coordinates
+from coordinator.topics import ensure_topics
 from shared.ceql.ast import Consume
 from shared.errors import CerfleetError
 from shared.query import CompiledQuery, compile_query
@@ -28,6 +34,15 @@ from shared.query import CompiledQuery, compile_query
 log = logging.getLogger(__name__)
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$"
+
+# Applied when the topic is created here. A broker's defaults would delete the
+# queries after a week (log.retention.hours) or once the topic outgrew a
+# broker-wide log.retention.bytes; the fleet would then forget them on restart.
+TOPIC_CONFIG: dict[str, str] = {
+    "cleanup.policy": "delete",
+    "retention.ms": "-1",
+    "retention.bytes": "-1",
+}
 
 
 class RegistryError(CerfleetError):
@@ -203,8 +218,20 @@ class Registry(RegistryHistory):
         return int(low), int(high)
 
 
+def ensure_topic(
+    client_config: dict[str, str], topic: str, also: dict[str, int] | None = None
+) -> None:
+    """Create the registry topic with one partition and :data:`TOPIC_CONFIG` if it is
+    missing, and the topics in ``also`` (name → partitions) in the same round trip."""
+    ensure_topics(client_config, {**(also or {}), topic: 1}, configs={topic: TOPIC_CONFIG})
+
+
 def write(client_config: dict[str, str], topic: str, name: str, spec: QuerySpec | None) -> int:
-    """Append a registration (or, with ``spec=None``, a removal); return its offset."""
+    """Append a registration (or, with ``spec=None``, a removal); return its offset.
+
+    Creates the topic first if it is missing: a producer would otherwise have it
+    auto-created with the broker's default partitions and retention."""
+    ensure_topic(client_config, topic)
     producer = Producer({**client_config, "enable.idempotence": "true"})
     result: dict[str, Any] = {}
 

@@ -37,6 +37,7 @@ from coordinator.keyed import (
 )
 from coordinator.observability import dead_letters_counter
 from coordinator.registry import Registry
+from coordinator.registry import ensure_topic as ensure_registry_topic
 from coordinator.settings import CoordinatorSettings
 from coordinator.topics import ensure_topics
 
@@ -86,7 +87,7 @@ class Router:
     def run(self, stop: threading.Event) -> None:
         s = self.settings
         client = s.client_config()
-        ensure_topics(client, {s.registry_topic: 1, s.dead_letter_topic: 1})
+        ensure_registry_topic(client, s.registry_topic, also={s.dead_letter_topic: 1})
         registry = Registry(client, s.registry_topic)
         registry.catch_up()
         self._producer = Producer(

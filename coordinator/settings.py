@@ -39,6 +39,11 @@ class FleetSettings(BaseSettings):
     registry_topic: str = "cerfleet.queries"
     keyed_topic_prefix: str = "cerfleet.keyed."
     dead_letter_topic: str = "cerfleet.dead-letters"
+    # For output topics that ``submit``, or a worker about to publish, finds missing.
+    # Keyed topics' default: keyed partition p writes to output partition p mod this,
+    # so each then has an output partition of its own, which keeps the tail a worker
+    # scans on takeover short. One key's outputs stay in order at any count.
+    output_partitions: int = Field(8, ge=1)
     metrics_port: int | None = None
     metrics_host: str = "0.0.0.0"
     log_level: str = "INFO"

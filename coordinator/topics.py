@@ -4,7 +4,7 @@ Topics are created through the Admin API where the broker supports it. The local
 mock broker (:mod:`coordinator.local_broker`) does not: its CreateTopics fails (or,
 without a controller, stalls until the request times out), so a topic it lacks is
 auto-created by a producer's metadata request instead and gets the broker's default
-partition count, which is logged. Metadata is read for all topics at once, never
+partition count and configs, which is logged. Metadata is read for all topics at once, never
 for a named one, because a producer-side request for a named topic may create it.
 """
 
@@ -45,15 +45,23 @@ class TopicError(CerfleetError, RuntimeError):
 
 
 def ensure_topics(
-    client_config: dict[str, str], topics: Mapping[str, int], *, timeout: float = 10.0
+    client_config: dict[str, str],
+    topics: Mapping[str, int],
+    *,
+    timeout: float = 10.0,
+    configs: Mapping[str, Mapping[str, str]] | None = None,
+    report_mismatch: bool = True,
 ) -> None:
     """Make sure each topic in ``topics`` (name -> wanted partition count) exists.
 
     Existing topics are left as they are; a different partition count is only
-    logged, once per process. ``client_config`` is a librdkafka configuration
-    passed untouched to the clients. ``timeout`` bounds each broker round trip
-    (metadata, creation, waiting for new topics to show in metadata), not the
-    whole call.
+    logged, once per process, unless ``report_mismatch`` is false (for callers
+    whose count is a mere default for new topics). ``configs`` maps a topic to
+    the topic configs it is created with (``retention.ms`` …); they are not
+    checked or changed on existing topics. ``client_config`` is a librdkafka
+    configuration passed untouched to the clients. ``timeout`` bounds each broker
+    round trip (metadata, creation, waiting for new topics to show in metadata),
+    not the whole call.
 
     Raises :class:`TopicError` when metadata cannot be read or a topic is still
     missing afterwards.
@@ -63,6 +71,7 @@ def ensure_topics(
             raise ValueError(f"invalid topic {name!r} with {partitions} partitions")
     if not topics:
         return
+    configs = configs or {}
     admin = _admin(client_config)
     metadata = _metadata(admin, client_config, timeout)
     missing: dict[str, int] = {}
@@ -72,18 +81,28 @@ def ensure_topics(
             continue
         actual = len(metadata.topics[name].partitions)
         mismatch = (client_config.get("bootstrap.servers", ""), name, actual, wanted)
-        if actual != wanted and mismatch not in _reported_mismatches:
+        if report_mismatch and actual != wanted and mismatch not in _reported_mismatches:
             _reported_mismatches.add(mismatch)
             logger.warning(
                 "topic %r has %d partitions, %d wanted; leaving it as it is", name, actual, wanted
             )
     if not missing:
         return
-    not_created = _create(admin, metadata, missing, timeout)
+    not_created = _create(admin, metadata, missing, configs, timeout)
     if not_created:
         _auto_create(client_config, not_created, timeout)
     metadata = _wait_visible(admin, client_config, missing, not_created, timeout)
     for name, reason in not_created.items():
+        if configs.get(name):
+            # Not silent: the broker's defaults (say, 7 days of retention) may be
+            # exactly what the configs were there to avoid.
+            logger.warning(
+                "topic %r was auto-created because CreateTopics is unavailable (%s): it has "
+                "the broker's default configs, not %s",
+                name,
+                reason,
+                ", ".join(f"{k}={v}" for k, v in sorted(configs[name].items())),
+            )
         if len(metadata.topics[name].partitions) == missing[name]:
             continue
         logger.warning(
@@ -119,7 +138,11 @@ def _metadata(admin: AdminClient, client_config: dict[str, str], timeout: float)
 
 
 def _create(
-    admin: AdminClient, metadata: ClusterMetadata, missing: Mapping[str, int], timeout: float
+    admin: AdminClient,
+    metadata: ClusterMetadata,
+    missing: Mapping[str, int],
+    configs: Mapping[str, Mapping[str, str]],
+    timeout: float,
 ) -> dict[str, str]:
     """Create ``missing`` with the Admin API; returns the topics it could not, with why."""
     if metadata.controller_id not in metadata.brokers:
@@ -133,7 +156,12 @@ def _create(
         retry: dict[str, int] = {}
         futures = admin.create_topics(
             [
-                NewTopic(name, num_partitions=n, replication_factor=replication_factor)
+                NewTopic(
+                    name,
+                    num_partitions=n,
+                    replication_factor=replication_factor,
+                    config=dict(configs.get(name, {})),
+                )
                 for name, n in pending.items()
             ],
             request_timeout=timeout,

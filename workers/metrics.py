@@ -72,6 +72,17 @@ class WorkerMetrics:
             ["keyed_topic", "partition"],
             registry=registry,
         )
+        self.blocked = Gauge(
+            "cerfleet_worker_blocked_partitions",
+            "Keyed partitions paused until a missing output topic of theirs can be created",
+            registry=registry,
+        )
+        self.output_topic_errors = Counter(
+            "cerfleet_worker_output_topic_errors",
+            "Attempts to create a missing output topic that failed (retried)",
+            ["topic"],
+            registry=registry,
+        )
         self.recoveries = Counter(
             "cerfleet_worker_recoveries",
             "Keyed partitions taken over (checkpoint restored or started fresh)",

@@ -25,6 +25,15 @@ outputs already published, and seek to the checkpoint's offset. Replaying
 from there recomputes exactly the same outputs, and the published ones are
 skipped, so neither a crash nor a rebalance loses or repeats a complex event
 even on a broker without transaction semantics.
+
+A missing output topic is created (``output_partitions``) before the records
+that could publish to it are evaluated. When that fails, the keyed partition
+is paused and rewound to its first unevaluated record, exactly as if those
+records had not been fetched yet, and creation is retried every
+``missing_topic_retry`` seconds; the other partitions go on, and ``/healthz``
+stays 200 (a liveness probe restarting the worker would not create the topic
+either) but names the topic, as do the log and the
+``cerfleet_worker_blocked_partitions`` gauge.
 """
 
 from __future__ import annotations
@@ -61,6 +70,7 @@ from coordinator.keyed import (
     header_items,
 )
 from coordinator.registry import Registry
+from coordinator.registry import ensure_topic as ensure_registry_topic
 from coordinator.settings import WorkerSettings
 from coordinator.topics import TopicError, ensure_topics, partition_count
 from workers.catalog import Catalog
@@ -75,6 +85,8 @@ TP = tuple[str, int]
 
 
 class Worker:
+    missing_topic_retry = 5.0  # seconds between attempts to create a missing output topic
+
     def __init__(self, settings: WorkerSettings, metrics: WorkerMetrics | None = None) -> None:
         self.settings = settings
         self.metrics = metrics or WorkerMetrics()
@@ -84,6 +96,10 @@ class Worker:
         self._delivered: dict[tuple[TP, str], int] = {}  # highest output offset per topic
         self._partitions: dict[str, int] = {}
         self._checkpoint_topics: dict[str, tuple[str, int]] = {}
+        # Output topics that could not be created: when to try again, and why not.
+        self._missing_topics: dict[str, tuple[float, str]] = {}
+        # Paused keyed partitions, with the missing output topics they wait for.
+        self._blocked: dict[TP, set[str]] = {}
         s = settings
         strategy = s.consumer.get("partition.assignment.strategy", "") + s.kafka.get(
             "partition.assignment.strategy", ""
@@ -96,14 +112,22 @@ class Worker:
             return False, f"delivery failed: {self._failure}"
         if not self.ready:
             return False, "starting"
-        return True, f"{len(self.states)} keyed partitions"
+        status = f"{len(self.states)} keyed partitions"
+        blocked = list(self._blocked.values())  # a copy: the worker's thread changes it
+        if blocked:
+            waiting = sorted(set().union(*blocked))
+            status += (
+                f"; {len(blocked)} paused until these output topics can be created: "
+                + ", ".join(f"{t} ({self._missing_topics.get(t, (0, '?'))[1]})" for t in waiting)
+            )
+        return True, status
 
     # -- main loop -----------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
         s = self.settings
         client = s.client_config()
-        ensure_topics(client, {s.registry_topic: 1, s.dead_letter_topic: 1})
+        ensure_registry_topic(client, s.registry_topic, also={s.dead_letter_topic: 1})
         self.registry = Registry(client, s.registry_topic)
         self.registry.catch_up()
         self.catalog = Catalog(self.registry, s.keyed_topic_prefix)
@@ -157,6 +181,8 @@ class Worker:
                     self._process(msgs)
                 self.producer.poll(0)
                 self._raise_on_failure()
+                if self._blocked:
+                    self._retry_blocked()
                 if time.monotonic() - last >= s.checkpoint_interval:
                     self._checkpoint()
                     last = time.monotonic()
@@ -197,11 +223,13 @@ class Worker:
             )
         for tp, records in by_tp.items():
             state = self.states.get(tp)
-            if state is None:
-                continue  # revoked while the batch was in flight
+            if state is None or tp in self._blocked:
+                continue  # revoked while the batch was in flight, or paused and rewound
             newest = max(r.registry for r in records)
             if newest > self.registry.offset:
                 self.registry.wait_for(newest, self.settings.registry_wait)
+            if not self._outputs_ready(tp, state, records):
+                continue
             self.metrics.events_in.labels(tp[0]).inc(len(records))
             dups, supp = state.duplicates, state.suppressed
             outputs, dead = state.process(records)
@@ -211,6 +239,79 @@ class Worker:
                 self._emit(state, out, received)
             for letter in dead:
                 self._dead_letter(state, letter)
+
+    # -- missing output topics -------------------------------------------------------
+
+    def _outputs_ready(self, tp: TP, state: PartitionState, records: list[Record]) -> bool:
+        """Whether every output topic ``records`` could publish to exists (created now if
+        need be); if not, the partition is paused and rewound to its first new record.
+
+        Checked before evaluating, because an evaluated record cannot be taken back:
+        its outputs would have to be published or the partition replayed."""
+        fresh = [r for r in records if r.offset >= state.next_offset]
+        if not fresh:
+            return True
+        # A superset of the queries the records reach: the runs already started,
+        # and every query registered at one of the records' registry offsets.
+        topics = {run.entry.spec.output_topic for run in state.runs.values()}
+        for reg in {r.registry for r in fresh}:
+            topics.update(e.spec.output_topic for e in self.catalog.queries_at(tp[0], reg).values())
+        missing = {t for t in sorted(topics) if not self._output_topic_ready(t)}
+        if not missing:
+            return True
+        self._blocked[tp] = missing
+        partition = TopicPartition(tp[0], tp[1])
+        self.consumer.pause([partition])
+        # The client discards what it had fetched beyond this offset (and _process skips
+        # anything of a blocked partition); resuming fetches it all again from here.
+        self.consumer.seek(TopicPartition(tp[0], tp[1], fresh[0].offset))
+        self.metrics.blocked.set(len(self._blocked))
+        log.warning(
+            "%s[%d] paused at offset %d until output topic(s) %s can be created",
+            tp[0],
+            tp[1],
+            fresh[0].offset,
+            ", ".join(sorted(missing)),
+        )
+        return False
+
+    def _output_topic_ready(self, topic: str) -> bool:
+        """Whether ``topic`` exists, creating it if not (at most once per
+        ``missing_topic_retry`` seconds after a failure)."""
+        if topic in self._partitions:
+            return True
+        failed = self._missing_topics.get(topic)
+        if failed is not None and time.monotonic() < failed[0]:
+            return False
+        client = self.settings.client_config()
+        try:
+            # The partition count is only the default for a topic created here.
+            ensure_topics(client, {topic: self.settings.output_partitions}, report_mismatch=False)
+            self._partition_count(topic)
+        except (TopicError, KafkaException) as exc:
+            self._missing_topics[topic] = (time.monotonic() + self.missing_topic_retry, str(exc))
+            self.metrics.output_topic_errors.labels(topic).inc()
+            log.error(
+                "output topic %r is missing and could not be created (retrying every %g s; "
+                "create it, or allow this worker to): %s",
+                topic,
+                self.missing_topic_retry,
+                exc,
+            )
+            return False
+        if self._missing_topics.pop(topic, None) is not None:
+            log.info("output topic %r exists now", topic)
+        return True
+
+    def _retry_blocked(self) -> None:
+        for tp, topics in list(self._blocked.items()):
+            if all(self._output_topic_ready(t) for t in sorted(topics)):
+                del self._blocked[tp]
+                self.consumer.resume([TopicPartition(*tp)])
+                log.info("%s[%d] resumed", *tp)
+        self.metrics.blocked.set(len(self._blocked))
+
+    # -- publishing ----------------------------------------------------------------
 
     def _emit(self, state: PartitionState, out: Output, received: float) -> None:
         spec = out.run.entry.spec
@@ -432,6 +533,14 @@ class Worker:
     def _drop(self, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
             self.states.pop((tp.topic, tp.partition), None)
+            if self._blocked.pop((tp.topic, tp.partition), None) is not None:
+                # So that no pause outlives the assignment in the client, to leave the
+                # partition silent if it came back to this worker.
+                try:
+                    self.consumer.resume([TopicPartition(tp.topic, tp.partition)])
+                except KafkaException as exc:
+                    log.debug("resume of %s[%d] on revoke: %s", tp.topic, tp.partition, exc)
             for key in [k for k in self._delivered if k[0] == (tp.topic, tp.partition)]:
                 del self._delivered[key]
         self.metrics.assigned.set(len(self.states))
+        self.metrics.blocked.set(len(self._blocked))

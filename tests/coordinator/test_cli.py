@@ -3,6 +3,7 @@ broker involved), ``--help``, and a registry round trip over the Kafka protocol.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 
 from coordinator import registry as registry_module
 from coordinator import topics as topics_module
+from coordinator.topics import partition_count
 from shared.cli.main import main
 from tests.kafka_broker import KafkaBroker
 
@@ -127,7 +129,52 @@ def test_fleet_commands_take_the_kafka_options(
         assert option in out
 
 
+def test_submit_help_gives_the_default_output_partitions(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["submit", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--output-partitions N" in out
+    assert "(default 8," in out and "CERFLEET_OUTPUT_PARTITIONS" in out
+
+
 # ------------------------------------------------------------ through a broker
+
+
+def test_submit_creates_a_missing_output_topic(
+    kafka: KafkaBroker,
+    topic_name: Callable[[str], str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Without it, every worker exits on the query's first output ("topic ... does not
+    # exist"), and so does each one taking over after it.
+    out = topic_name("cli-out")
+    fleet = ["-b", kafka.bootstrap_servers, "--registry-topic", topic_name("cli-registry")]
+    path = query_file(tmp_path, GOOD)
+    args = ["submit", "q", str(path), "-i", "in", "-o", out, "--output-partitions", "3", *fleet]
+    assert main(args) == 0
+    assert "registered q (version 0)" in capsys.readouterr().err
+    # The mock cannot create topics for clients: its auto-creation gives 4 partitions.
+    assert partition_count(kafka.client_config(), out) == (4 if kafka.kind == "mock" else 3)
+
+
+def test_submit_reports_another_partition_count_only_when_one_was_asked_for(
+    kafka: KafkaBroker,
+    topic_name: Callable[[str], str],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    out = topic_name("cli-out")
+    kafka.create_topic(out, 2)
+    fleet = ["-b", kafka.bootstrap_servers, "--registry-topic", topic_name("cli-registry")]
+    args = ["submit", "q", str(query_file(tmp_path, GOOD)), "-i", "in", "-o", out, *fleet]
+    with caplog.at_level(logging.WARNING, logger="coordinator.topics"):
+        assert main(args) == 0
+        assert f"topic '{out}'" not in caplog.text  # the default is no request
+        assert main([*args, "--output-partitions", "5"]) == 0
+    assert f"topic '{out}' has 2 partitions, 5 wanted" in caplog.text
+    assert partition_count(kafka.client_config(), out) == 2
 
 
 def test_submit_queries_remove_round_trip(

@@ -1,17 +1,26 @@
-"""The query registry without Kafka: ``QuerySpec`` and ``RegistryHistory``."""
+"""The query registry: ``QuerySpec`` and ``RegistryHistory`` without Kafka, and who creates
+the registry topic, and how, against the session's broker."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
 import pytest
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from coordinator.registry import QuerySpec, Registered, RegistryHistory
+from coordinator import topics as topics_module
+from coordinator.registry import TOPIC_CONFIG, QuerySpec, Registered, RegistryHistory, write
+from coordinator.router import Router
+from coordinator.settings import CoordinatorSettings, WorkerSettings
 from shared.errors import CEQLError, CerfleetError
+from tests.kafka_broker import KafkaBroker
+from workers.worker import Worker
 
 Q1 = "SELECT * FROM S WHERE A ; B"
 Q2 = "SELECT * FROM S WHERE A ; B PARTITION BY [k]"
@@ -103,7 +112,7 @@ def versions(state: dict[str, Registered]) -> dict[str, int]:
 
 
 def test_state_at() -> None:
-    # With offset gaps, as compaction leaves them.
+    # With offset gaps, as control records leave them.
     h = history_of(
         (0, "q1", value("q1")),
         (2, "q2", value("q2", Q2)),
@@ -215,3 +224,92 @@ def test_history_matches_a_replay(ops: list[tuple[int, str, bool]]) -> None:
             assert not h.removed_before(name, version, at)
     assert [r.version for r in h.entries()] == [o for o, _, add in log if add]
     assert h.errors == 0
+
+
+# ------------------------------------------------------------- the registry topic
+
+
+@pytest.fixture
+def creations(monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[int, Mapping[str, str]]]:
+    """Topic → (partitions, configs) of every CreateTopics request ``ensure_topics`` makes
+    (the mock answers them with an error and the topics are auto-created instead)."""
+    seen: dict[str, tuple[int, Mapping[str, str]]] = {}
+    real = topics_module._create
+
+    def spy(admin: Any, metadata: Any, missing: Any, configs: Any, timeout: float) -> Any:
+        for name, partitions in missing.items():
+            seen[name] = (partitions, configs.get(name, {}))
+        return real(admin, metadata, missing, configs, timeout)
+
+    monkeypatch.setattr(topics_module, "_create", spy)
+    return seen
+
+
+def _write(kafka: KafkaBroker, topic: str) -> None:
+    write(kafka.client_config(), topic, "q", spec())
+
+
+def _start_and_stop(make: Callable[..., Any], settings: Any) -> None:
+    stop = threading.Event()
+    stop.set()  # run() still does its startup, then leaves its loop at once
+    make(settings).run(stop)
+
+
+def _coordinator(kafka: KafkaBroker, topic: str) -> None:
+    settings = CoordinatorSettings(
+        bootstrap_servers=kafka.bootstrap_servers,
+        registry_topic=topic,
+        dead_letter_topic=topic + "-dead",
+    )
+    _start_and_stop(Router, settings)
+
+
+def _worker(kafka: KafkaBroker, topic: str) -> None:
+    settings = WorkerSettings(
+        bootstrap_servers=kafka.bootstrap_servers,
+        registry_topic=topic,
+        dead_letter_topic=topic + "-dead",
+        keyed_topic_prefix=topic + ".keyed.",
+    )
+    _start_and_stop(Worker, settings)
+
+
+@pytest.mark.parametrize(
+    "first_user", [_write, _coordinator, _worker], ids=["submit-remove", "coordinator", "worker"]
+)
+def test_whoever_first_needs_the_registry_topic_creates_it_to_keep_every_record(
+    kafka: KafkaBroker,
+    topic_name: Callable[[str], str],
+    creations: dict[str, tuple[int, Mapping[str, str]]],
+    first_user: Callable[[KafkaBroker, str], None],
+) -> None:
+    # Not compacted either: a checkpoint may need a version a later record replaced.
+    assert TOPIC_CONFIG["cleanup.policy"] == "delete"
+    assert TOPIC_CONFIG["retention.ms"] == "-1"
+    topic = topic_name("registry")
+    first_user(kafka, topic)
+    assert creations[topic] == (1, TOPIC_CONFIG)
+
+
+def test_an_existing_registry_topic_is_written_without_a_creation_request(
+    kafka: KafkaBroker,
+    topic_name: Callable[[str], str],
+    creations: dict[str, tuple[int, Mapping[str, str]]],
+) -> None:
+    topic = topic_name("registry")
+    kafka.create_topic(topic, 1)
+    _write(kafka, topic)
+    _write(kafka, topic)
+    assert creations == {}
+
+
+@pytest.mark.real_kafka
+def test_the_registry_topic_is_created_with_unlimited_retention(
+    kafka: KafkaBroker, topic_name: Callable[[str], str]
+) -> None:
+    topic = topic_name("registry")
+    _write(kafka, topic)
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    admin = AdminClient(kafka.client_config())
+    described = admin.describe_configs([resource])[resource].result(30)
+    assert {k: described[k].value for k in TOPIC_CONFIG} == TOPIC_CONFIG

@@ -92,3 +92,24 @@ def test_unreachable_broker_raises_topic_error() -> None:
 def test_invalid_partition_counts_are_rejected(kafka: KafkaBroker) -> None:
     with pytest.raises(ValueError):
         ensure_topics(kafka.client_config(), {"zero": 0})
+
+
+def test_a_partition_count_that_is_only_a_default_is_not_reported(
+    kafka: KafkaBroker, topic_name: Callable[[str], str], caplog: pytest.LogCaptureFixture
+) -> None:
+    topic = topic_name("defaulted")
+    kafka.create_topic(topic, 2)
+    with caplog.at_level(logging.WARNING, logger="coordinator.topics"):
+        ensure_topics(kafka.client_config(), {topic: 8}, report_mismatch=False)
+    assert caplog.records == []
+
+
+def test_configs_lost_to_auto_creation_are_reported(
+    kafka: KafkaBroker, topic_name: Callable[[str], str], caplog: pytest.LogCaptureFixture
+) -> None:
+    topic = topic_name("configured")
+    config = {"retention.ms": "-1", "cleanup.policy": "delete"}
+    with caplog.at_level(logging.WARNING, logger="coordinator.topics"):
+        ensure_topics(kafka.client_config(), {topic: 1}, configs={topic: config})
+    lost = "default configs, not cleanup.policy=delete, retention.ms=-1"
+    assert (lost in caplog.text) == (kafka.kind == "mock")

@@ -21,6 +21,8 @@ import pytest
 
 from benchmarks.datasets import stock, to_dicts
 from benchmarks.fleet import GLOBAL, PARTITIONED, QUERIES
+from coordinator.registry import QuerySpec, write
+from coordinator.topics import TopicError, partition_count
 from shared.query import compile_query
 from tests.fleet import Fleet, TopicReader
 from tests.kafka_broker import KafkaBroker
@@ -216,6 +218,38 @@ def test_transactional_workers_survive_a_crash(fleet: Fleet, events: list[dict[s
     producer.join()
     _check(readers, QUERIES, events, timeout=240)
     assert second.alive()
+
+
+def test_a_query_whose_output_topic_is_missing_does_not_stop_the_workers(
+    fleet: Fleet, events: list[dict[str, Any]]
+) -> None:
+    """Registered without its output topic (``submit`` creates it, but the registry may be
+    older, or the topic deleted since): the first worker to publish creates it."""
+    source = fleet.topic("stock")
+    out = f"{fleet.prefix}.no-such-out"
+    spec = QuerySpec(
+        name="partitioned",
+        ceql=PARTITIONED,
+        input_topics=(source,),
+        output_topic=out,
+        time_field="stock_time",
+    )
+    write(fleet.kafka.client_config(), fleet.env["CERFLEET_REGISTRY_TOPIC"], spec.name, spec)
+    fleet.coordinator()
+    workers = [fleet.worker(), fleet.worker()]
+    some = events[:20_000]
+    fleet.produce(source, _lines(some))
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            partitions = partition_count(fleet.kafka.client_config(), out)
+            break
+        except TopicError:
+            assert all(w.alive() for w in workers), [w.tail() for w in workers]
+            assert time.monotonic() < deadline, "the output topic was never created"
+            time.sleep(0.2)
+    _check({"partitioned": fleet.reader(out, partitions)}, {"partitioned": PARTITIONED}, some, 120)
+    assert all(w.alive() for w in workers), [w.tail() for w in workers]
 
 
 @pytest.mark.real_kafka
