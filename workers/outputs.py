@@ -34,7 +34,11 @@ from shared.complex_event import ComplexEvent
 SOURCE_FIELD = "@cerfleet.source"  # injected into events; not a CEQL identifier, so unqueryable
 
 
-def output_value(query: str, keyed_topic: str, partition: int, ce: ComplexEvent) -> bytes:
+def output_value(
+    query: str, keyed_topic: str | None, partition: int | None, ce: ComplexEvent
+) -> bytes:
+    """The output record of ``ce``; ``"keyed": null`` when it was not read from a keyed
+    partition (backfills)."""
     events = []
     sources = []
     for event in ce.events:
@@ -48,7 +52,7 @@ def output_value(query: str, keyed_topic: str, partition: int, ce: ComplexEvent)
         "key": None if ce.key is None else list(ce.key),
         "start": ce.start,
         "end": ce.end,
-        "keyed": {"topic": keyed_topic, "partition": partition},
+        "keyed": None if keyed_topic is None else {"topic": keyed_topic, "partition": partition},
         "events": events,
         "sources": sources,
     }

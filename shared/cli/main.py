@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "shared.cli.run",
     "workers.cli",
     "coordinator.cli",
+    "workers.backfill.cli",
 )
 
 

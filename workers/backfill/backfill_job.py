@@ -1,0 +1,322 @@
+"""The backfill Spark job: a query over archived (or still retained) events, with the
+same answers as the fleet.
+
+Run it with ``spark-submit workers/backfill/backfill_job.py …`` or through
+``cerfleet backfill …``, which builds that command.
+
+Dataflow, Arrow batches in and out of every Python task:
+1. ``prepare`` (per input task): classify records, compute unit and order time;
+2. shuffle by unit (the PARTITION BY key, or the time slice), sort each task's
+   rows by ``(unit, t, topic, partition, offset)``;
+3. ``units`` (per evaluation task): one fresh evaluator per unit, outputs in the
+   fleet's format, bad records and counts beside them;
+4. write complex events to Parquet and/or Kafka, bad records aside, print a summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from coordinator.process import settings_from_args
+from coordinator.settings import FleetSettings
+from shared.errors import CerfleetError
+from workers.backfill.entry import job_main
+from workers.backfill.job_query import JobQuery
+from workers.backfill.options import add_backfill_arguments, time_bound
+from workers.backfill.placement import longest_first, place
+from workers.backfill.prepare import prepare_batches
+from workers.backfill.schemas import BAD, GOOD, MATCH, PREPARED, RESULT
+from workers.backfill.sinks import PRODUCED, produce_batches
+from workers.backfill.slices import SlicePlan, label_bases, slice_epsilon
+from workers.backfill.sources import archive_source, jsonl_source, kafka_source
+from workers.backfill.spark_session import session, spark_schema
+from workers.backfill.units import evaluate_batches
+
+__all__ = ["Evaluation", "evaluate", "main"]
+
+
+STATS_COUNTERS = ("events", "keys", "unkeyed", "matches", "bad")
+KEY_SAMPLE = 0.02  # of the records, to find the heavy PARTITION BY keys
+
+
+@dataclass
+class Evaluation:
+    """The evaluation stage's rows (``RESULT`` schema), how the stream was split, and the
+    prepared rows (where the bad records are)."""
+
+    rows: DataFrame
+    mode: str  # "keys", "slices" or "whole"
+    prepared: DataFrame
+    slices: int = 0
+    cached: list[DataFrame] = field(default_factory=list)
+
+
+def _sorted(df: DataFrame, unit: str) -> DataFrame:
+    return df.sortWithinPartitions(unit, F.asc_nulls_first("t"), "topic", "partition", "offset")
+
+
+def evaluate(
+    spark: SparkSession,
+    job: JobQuery,
+    source: DataFrame,
+    partitions: int,
+    slices: int,
+    counters: dict[str, Any] | None = None,
+) -> Evaluation:
+    """Build (lazily, but for the slice counts) the evaluation of ``job`` over ``source``."""
+    query = job.compiled()
+    # Only what the tasks read: Spark's Arrow conversion of the nested headers column
+    # alone costs more than the whole evaluation.
+    needed = source.select("topic", "partition", "offset", "timestamp", "value")
+    prepared = needed.mapInArrow(partial(prepare_batches, job), spark_schema(PREPARED))
+    epsilon = slice_epsilon(query, job.time_field)
+    if not query.partitioned and (epsilon is None or slices <= 1):
+        rows = _sorted(prepared.repartition(1, "unit"), "unit")
+        evaluated = rows.mapInArrow(
+            partial(evaluate_batches, job, None, counters), spark_schema(RESULT)
+        )
+        return Evaluation(evaluated, "whole", prepared)
+    if query.partitioned:
+        # Key weights from a sample: exact counts would need every prepared row kept
+        # (or prepared twice), and placement only needs the heavy keys roughly.
+        sample = needed.sample(fraction=KEY_SAMPLE, seed=17).mapInArrow(
+            partial(prepare_batches, job), spark_schema(PREPARED)
+        )
+        per_unit = sample.where(F.col("status") == GOOD).groupBy("unit").count().persist()
+        heavy = per_unit.orderBy(F.desc("count")).limit(4 * partitions).collect()
+        sampled = per_unit.agg(F.sum("count")).first()
+        per_unit.unpersist()
+        total = 0 if sampled is None else int(sampled[0] or 0)
+        weights = {r["unit"]: int(r["count"]) for r in heavy}
+        rest = (total - sum(weights.values())) / partitions
+        placed = place(
+            spark, prepared, "unit", longest_first(weights, partitions, rest), partitions
+        )
+        evaluated = _sorted(placed, "unit").mapInArrow(
+            partial(evaluate_batches, job, None, counters), spark_schema(RESULT)
+        )
+        return Evaluation(evaluated, "keys", prepared)
+    prepared = prepared.persist(StorageLevel.MEMORY_AND_DISK)
+    good = prepared.where(F.col("status") == GOOD)
+    bounds = good.agg(F.min("t").alias("lo"), F.max("t").alias("hi")).first()
+    lo, hi = (None, None) if bounds is None else (bounds["lo"], bounds["hi"])
+    if lo is None or hi is None:  # no event has a time: nothing to slice by
+        rows = _sorted(prepared.repartition(1, "unit"), "unit")
+        return Evaluation(
+            rows.mapInArrow(partial(evaluate_batches, job, None, counters), spark_schema(RESULT)),
+            "whole",
+            prepared,
+            cached=[prepared],
+        )
+    assert epsilon is not None  # unpartitioned and not whole: sliceable
+    plan = SlicePlan.of(lo, hi, epsilon, slices)
+    t = F.col("t")
+
+    def slice_of(x: Any) -> Any:
+        # The same floating-point steps as SlicePlan.core / copied.
+        return F.greatest(F.floor((x - F.lit(plan.t0)) / F.lit(plan.width)), F.lit(0))
+
+    core = F.coalesce(slice_of(t), F.lit(0)).cast("long")
+    own = prepared.withColumn("slice", core).withColumn("overlap", F.lit(False))
+    copies = (
+        prepared.where((F.col("status") == GOOD) & t.isNotNull())
+        .where(slice_of(t + F.lit(plan.pad)) > slice_of(t))
+        .withColumn("slice", core + 1)
+        .withColumn("overlap", F.lit(True))
+    )
+    expanded = own.unionByName(copies)
+    counts = expanded.where(F.col("status") == GOOD).groupBy("slice", "overlap").count().collect()
+    core_counts = {r["slice"]: r["count"] for r in counts if not r["overlap"]}
+    overlap_counts = {r["slice"]: r["count"] for r in counts if r["overlap"]}
+    bases = label_bases(core_counts, overlap_counts)
+    n = max(1, len(bases))
+    weights = {s: core_counts.get(s, 0) + overlap_counts.get(s, 0) for s in bases}
+    tasks = min(n, partitions)
+    rows = _sorted(place(spark, expanded, "slice", longest_first(weights, tasks), tasks), "slice")
+    return Evaluation(
+        rows.mapInArrow(partial(evaluate_batches, job, bases, counters), spark_schema(RESULT)),
+        "slices",
+        prepared,
+        slices=n,
+        cached=[prepared],
+    )
+
+
+def _resolve(args: argparse.Namespace, settings: FleetSettings) -> tuple[JobQuery, list[str]]:
+    """The query to run and its input topics (empty: whatever the source holds)."""
+    if (args.query is None) == (args.ceql is None):
+        raise CerfleetError("give exactly one of --query NAME and --ceql FILE")
+    if args.ceql is not None:
+        path = Path(args.ceql)
+        if not path.is_file():
+            raise CerfleetError(f"--ceql {args.ceql}: no such file")
+        job = JobQuery(
+            args.name or path.stem,
+            path.read_text(encoding="utf-8"),
+            args.type_field or "type",
+            args.time_field or "timestamp",
+        )
+        job.validate()  # a CEQL error stops here, with line and column
+        return job, list(args.topics or [])
+    from coordinator.registry import Registry
+
+    registry = Registry(settings.client_config(), settings.registry_topic)
+    try:
+        registry.catch_up()
+        found = [e for e in registry.entries() if e.spec.name == args.query]
+    finally:
+        registry.close()
+    if not found:
+        raise CerfleetError(f"no query named {args.query!r} in {settings.registry_topic!r}")
+    spec = found[-1].spec
+    job = JobQuery(spec.name, spec.ceql, spec.type_field, spec.time_field)
+    return job, list(args.topics or spec.input_topics)
+
+
+def _source(
+    spark: SparkSession,
+    args: argparse.Namespace,
+    settings: FleetSettings,
+    job: JobQuery,
+    topics: list[str],
+) -> DataFrame:
+    since = time_bound(args.since, "--since")
+    until = time_bound(args.until, "--until")
+    chosen = [args.archive is not None, args.from_kafka, args.jsonl is not None]
+    if sum(chosen) != 1:
+        raise CerfleetError("give exactly one of --archive DIR, --from-kafka and --jsonl FILE")
+    if args.archive is not None:
+        return archive_source(spark, args.archive, topics, since, until)
+    if args.jsonl is not None:
+        name = topics[0] if topics else Path(args.jsonl).stem
+        return jsonl_source(spark, args.jsonl, name, job.time_field)
+    if not topics:
+        raise CerfleetError("--from-kafka needs --topic (or a registered --query)")
+    df, _ = kafka_source(
+        spark,
+        settings.consumer_config(),
+        topics,
+        start_offset=args.start_offset,
+        end_offset=args.end_offset,
+        since=since,
+        until=until,
+        max_records=args.max_records_per_task,
+    )
+    return df
+
+
+def _produce(df: DataFrame, config: dict[str, str], topic: str, run: str) -> int:
+    counts = df.mapInArrow(partial(produce_batches, config, topic, run), spark_schema(PRODUCED))
+    total = counts.agg(F.sum("produced")).first()
+    return 0 if total is None else int(total[0] or 0)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    began = time.monotonic()
+    settings = settings_from_args(FleetSettings, args)
+    if args.output is None and args.output_topic is None:
+        raise CerfleetError("nowhere to write: give --output DIR and/or --output-topic TOPIC")
+    job, topics = _resolve(args, settings)
+    spark = session(f"cerfleet backfill {job.name}")
+    cores = spark.sparkContext.defaultParallelism
+    partitions = args.partitions or 4 * cores
+    slices = args.slices or partitions
+    source = _source(spark, args, settings, job, topics)
+    if args.from_kafka:
+        # Read the topics once, whatever the passes over the records.
+        source = source.persist(StorageLevel.MEMORY_AND_DISK)
+    counters = {name: spark.sparkContext.accumulator(0) for name in STATS_COUNTERS}
+    ev = evaluate(spark, job, source, partitions, slices, counters)
+    run_id = f"{job.name}-{uuid.uuid4().hex[:12]}"
+
+    matches = ev.rows.where(F.col("kind") == MATCH)
+    if args.output is not None and args.output_topic is not None:
+        # Two sinks, one evaluation.
+        matches = matches.persist(StorageLevel.MEMORY_AND_DISK)
+        ev.cached.append(matches)
+    if args.output is not None:
+        (
+            matches.select(
+                "query", "key", "start", "end", F.col("value").cast("string").alias("value")
+            )
+            .write.mode(args.mode)
+            .parquet(args.output)
+        )
+    published = 0
+    if args.output_topic is not None:
+        published = _produce(
+            matches.select("key", "value"), settings.producer_config(), args.output_topic, run_id
+        )
+    # The evaluation ran once, by the writes above; its counts came back in the counters.
+    stats = {name: int(acc.value) for name, acc in counters.items()}
+    n_bad, n_matches = stats["bad"], stats["matches"]
+    bad_to = None
+    if n_bad:
+        # Rare: read them again from the prepared rows rather than keep every result.
+        bad_rows = ev.prepared.where(F.col("status") == BAD).select(
+            F.lit(job.name).alias("query"), "topic", "partition", "offset", "error", "value"
+        )
+        if args.bad_records is not None or args.output is not None:
+            bad_to = args.bad_records or str(Path(args.output) / "_bad")
+            bad_rows.write.mode("overwrite").parquet(bad_to)
+        else:
+            bad_to = settings.dead_letter_topic
+            _produce(bad_rows, settings.producer_config(), bad_to, run_id)
+    for df in [*ev.cached, source]:
+        df.unpersist()
+    events, unkeyed = stats["events"], stats["unkeyed"]
+    return {
+        "query": job.name,
+        "run": run_id,
+        "events_read": events + unkeyed + n_bad,
+        "events_evaluated": events,
+        "unkeyed": unkeyed,
+        "bad_records": n_bad,
+        "bad_records_to": bad_to,
+        "mode": ev.mode,
+        "keys": stats["keys"] if ev.mode == "keys" else 1,
+        "slices": ev.slices,
+        "complex_events": n_matches,
+        "published": published,
+        "output": args.output,
+        "output_topic": args.output_topic,
+        "seconds": round(time.monotonic() - began, 3),
+    }
+
+
+def summary_line(s: dict[str, Any]) -> str:
+    split = {"keys": f"{s['keys']} keys", "slices": f"{s['slices']} time slices"}.get(
+        s["mode"], "one stream"
+    )
+    return (
+        f"backfill {s['query']}: {s['events_read']} events read ({s['bad_records']} bad, "
+        f"{s['unkeyed']} without key), {split}, {s['complex_events']} complex events written "
+        f"in {s['seconds']:.1f} s"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return job_main(
+        "backfill",
+        "Run a query over archived events with Spark.",
+        add_backfill_arguments,
+        run,
+        summary_line,
+        argv,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""``cerfleet compact`` and ``cerfleet backfill``: the Spark jobs, through spark-submit."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from workers.backfill.options import add_backfill_arguments, add_compact_arguments
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    compact = subparsers.add_parser(
+        "compact",
+        help="archive topic ranges as Parquet, once per record (Spark)",
+        description="Read a range of one or more topics (all partitions, in parallel Spark "
+        "tasks) and append the records the archive lacks, partitioned by date. Builds and "
+        "runs the spark-submit command (--dry-run prints it).",
+    )
+    add_compact_arguments(compact)
+    _spark(compact)
+    compact.set_defaults(handler=_compact)
+    backfill = subparsers.add_parser(
+        "backfill",
+        help="run a query over archived events (Spark), same answers as the fleet",
+        description="Evaluate a registered query (--query) or a CEQL file (--ceql) over an "
+        "archive, a topic range or a JSON Lines file, in parallel by PARTITION BY key or by "
+        "time slice, and write complex events in the fleet's output format to Parquet and/or "
+        "a topic. Builds and runs the spark-submit command (--dry-run prints it).",
+    )
+    add_backfill_arguments(backfill)
+    _spark(backfill)
+    backfill.set_defaults(handler=_backfill)
+
+
+def _spark(parser: argparse.ArgumentParser) -> None:
+    from workers.backfill.submit import add_spark_options
+
+    add_spark_options(parser)
+
+
+def _compact(args: argparse.Namespace) -> int:
+    from workers.backfill.submit import submit
+
+    return submit("compact", args, add_compact_arguments)
+
+
+def _backfill(args: argparse.Namespace) -> int:
+    from shared.errors import CerfleetError
+    from workers.backfill.submit import submit
+
+    # Mistakes the job would find only after Spark started: report them now.
+    sources = [args.archive is not None, args.from_kafka, args.jsonl is not None]
+    if sum(sources) != 1:
+        raise CerfleetError("give exactly one of --archive DIR, --from-kafka and --jsonl FILE")
+    if (args.query is None) == (args.ceql is None):
+        raise CerfleetError("give exactly one of --query NAME and --ceql FILE")
+    if args.output is None and args.output_topic is None:
+        raise CerfleetError("nowhere to write: give --output DIR and/or --output-topic TOPIC")
+    if args.ceql is not None:
+        from pathlib import Path
+
+        from workers.backfill.job_query import JobQuery
+
+        path = Path(args.ceql)
+        if not path.is_file():
+            raise CerfleetError(f"--ceql {args.ceql}: no such file")
+        JobQuery(
+            args.name or path.stem,
+            path.read_text(encoding="utf-8"),
+            args.type_field or "type",
+            args.time_field or "timestamp",
+        ).validate()
+    return submit("backfill", args, add_backfill_arguments)

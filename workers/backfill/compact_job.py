@@ -1,0 +1,132 @@
+"""The compaction Spark job: copy a topic range into a Parquet archive, once.
+
+Run it with ``spark-submit workers/backfill/compact_job.py …`` or through
+``cerfleet compact …``. Every partition of every topic is read by parallel tasks
+(``kafka_ranges``); rows keep their coordinates, key, value, headers and
+timestamp, and land under ``date=YYYY-MM-DD`` directories (UTC, from the record
+timestamp). A record already archived, by its (topic, partition, offset), is
+not written again, so overlapping ranges can be compacted any number of times.
+Two compactions must not write the same archive at the same moment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from coordinator.process import settings_from_args
+from coordinator.settings import FleetSettings
+from shared.errors import CerfleetError
+from workers.backfill.entry import job_main
+from workers.backfill.options import add_compact_arguments, time_bound
+from workers.backfill.schemas import ARCHIVE, COORDINATES
+from workers.backfill.sources import jsonl_source, kafka_source
+from workers.backfill.spark_session import session, spark_schema
+
+__all__ = ["compact", "main"]
+
+
+def _exists(spark: SparkSession, path: str) -> bool:
+    # Through Hadoop's file systems, so hdfs://, s3a:// and the like work as local paths do.
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    return bool(fs.exists(hpath))
+
+
+def _archived(spark: SparkSession, archive: str, topics: Sequence[str]) -> DataFrame | None:
+    if not _exists(spark, archive):
+        return None
+    try:
+        existing = spark.read.schema(spark_schema(ARCHIVE)).parquet(archive)
+    except AnalysisException:  # a directory without any Parquet file yet
+        return None
+    return existing.where(F.col("topic").isin(list(topics))).select(*COORDINATES)
+
+
+def compact(
+    spark: SparkSession, source: DataFrame, archive: str, topics: Sequence[str]
+) -> dict[str, int]:
+    """Append ``source``'s records that ``archive`` lacks; returns read and written counts."""
+    source = source.persist(StorageLevel.MEMORY_AND_DISK)
+    read = source.count()
+    fresh = source
+    existing = _archived(spark, archive, topics)
+    if existing is not None:
+        fresh = source.join(existing, on=list(COORDINATES), how="left_anti")
+    fresh = fresh.dropDuplicates(list(COORDINATES)).persist(StorageLevel.MEMORY_AND_DISK)
+    written = fresh.count()
+    if written:
+        fresh.write.mode("append").partitionBy("date").parquet(archive)
+    dates = sorted(r["date"] for r in fresh.select("date").distinct().collect())
+    fresh.unpersist()
+    source.unpersist()
+    return {"read": read, "written": written, "duplicates": read - written, "dates": len(dates)}
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    began = time.monotonic()
+    settings = settings_from_args(FleetSettings, args)
+    topics = list(args.topics or [])
+    if not topics:
+        raise CerfleetError("give the topic(s) to compact with --topic")
+    spark = session("cerfleet compact " + ",".join(topics))
+    tasks = 1
+    if args.jsonl is not None:
+        if len(topics) != 1:
+            raise CerfleetError("--jsonl takes one --topic: the name its records are filed under")
+        if not Path(args.jsonl).is_file():
+            raise CerfleetError(f"--jsonl {args.jsonl}: no such file")
+        source = jsonl_source(spark, args.jsonl, topics[0], args.time_field)
+    else:
+        source, tasks = kafka_source(
+            spark,
+            settings.consumer_config(),
+            topics,
+            start_offset=args.start_offset,
+            end_offset=args.end_offset,
+            since=time_bound(args.since, "--since"),
+            until=time_bound(args.until, "--until"),
+            max_records=args.max_records_per_task,
+        )
+    counts = compact(spark, source, args.archive, topics)
+    return {
+        "topics": topics,
+        "archive": args.archive,
+        "tasks": tasks,
+        **counts,
+        "seconds": round(time.monotonic() - began, 3),
+    }
+
+
+def summary_line(result: dict[str, Any]) -> str:
+    return (
+        f"compact {','.join(result['topics'])}: {result['read']} records read by "
+        f"{result['tasks']} tasks, {result['written']} archived, {result['duplicates']} "
+        f"already there, in {result['seconds']:.1f} s"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return job_main(
+        "compact",
+        "Archive topic ranges as Parquet, once per record.",
+        add_compact_arguments,
+        run,
+        summary_line,
+        argv,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

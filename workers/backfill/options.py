@@ -1,0 +1,115 @@
+"""Command-line options of the two Spark jobs.
+
+Kept free of pyspark: ``cerfleet compact`` / ``cerfleet backfill`` declare the
+very same options (so ``--help`` documents them and they are checked before
+Spark starts), then hand them on to ``spark-submit``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from coordinator.process import add_fleet_options
+from shared.errors import CerfleetError
+from shared.events.timestamps import parse_timestamp
+
+__all__ = ["add_backfill_arguments", "add_compact_arguments", "time_bound"]
+
+
+def time_bound(text: str | None, flag: str) -> int | None:
+    """``--since`` / ``--until``: milliseconds since the epoch, or ISO-8601."""
+    if text is None:
+        return None
+    ms = parse_timestamp(text)
+    if ms is None:
+        raise CerfleetError(f"{flag} {text!r}: expected milliseconds or an ISO-8601 time")
+    return int(ms)
+
+
+def _add_range(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("what to read")
+    g.add_argument(
+        "--topic",
+        "-t",
+        dest="topics",
+        action="append",
+        metavar="TOPIC",
+        help="input topic (repeatable); with --jsonl, the topic name the file's records get",
+    )
+    g.add_argument(
+        "--since", help="records from this Kafka timestamp on (ms since the epoch, or ISO-8601)"
+    )
+    g.add_argument("--until", help="records before this Kafka timestamp")
+    g.add_argument(
+        "--start-offset", type=int, help="first offset of every partition (default: the oldest)"
+    )
+    g.add_argument(
+        "--end-offset", type=int, help="offset to stop before, in every partition (default: end)"
+    )
+    g.add_argument(
+        "--max-records-per-task",
+        type=int,
+        default=1_000_000,
+        help="split partitions into Spark tasks of at most this many offsets (default 1000000)",
+    )
+    g.add_argument(
+        "--jsonl",
+        metavar="FILE",
+        help="read a JSON Lines file (read by the driver) instead of Kafka: one record per "
+        "line, offsets are line numbers",
+    )
+
+
+def add_compact_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--archive", required=True, metavar="DIR", help="Parquet archive to add to")
+    _add_range(parser)
+    parser.add_argument(
+        "--time-field",
+        default="timestamp",
+        help="with --jsonl: attribute whose time becomes the record timestamp (default timestamp)",
+    )
+    add_fleet_options(parser)
+
+
+def add_backfill_arguments(parser: argparse.ArgumentParser) -> None:
+    q = parser.add_argument_group("the query")
+    q.add_argument("--query", "-q", metavar="NAME", help="a query registered with the fleet")
+    q.add_argument("--ceql", metavar="FILE", help="a CEQL file (instead of --query)")
+    q.add_argument("--name", help="with --ceql: the query name in outputs (default: file stem)")
+    q.add_argument("--type-field", help="with --ceql: attribute holding the event type")
+    q.add_argument("--time-field", help="with --ceql: attribute holding the event time")
+    s = parser.add_argument_group("where the events are (one of)")
+    s.add_argument("--archive", metavar="DIR", help="a Parquet archive written by compact")
+    s.add_argument(
+        "--from-kafka",
+        action="store_true",
+        help="read the topics directly (the query's input topics unless --topic)",
+    )
+    _add_range(parser)
+    o = parser.add_argument_group("outputs")
+    o.add_argument("--output", "-o", metavar="DIR", help="write complex events as Parquet here")
+    o.add_argument(
+        "--mode",
+        choices=("error", "overwrite", "append"),
+        default="error",
+        help="when --output exists (default error)",
+    )
+    o.add_argument("--output-topic", help="publish complex events to this Kafka topic")
+    o.add_argument(
+        "--bad-records",
+        metavar="DIR",
+        help="Parquet directory for records that cannot be evaluated (default: OUTPUT/_bad, "
+        "or the dead-letter topic without --output)",
+    )
+    p = parser.add_argument_group("parallelism")
+    p.add_argument(
+        "--partitions",
+        type=int,
+        help="evaluation tasks (default: 4 per core); keys are spread over them",
+    )
+    p.add_argument(
+        "--slices",
+        type=int,
+        help="time slices for a windowed query without PARTITION BY (default: --partitions)",
+    )
+    add_fleet_options(parser)
