@@ -40,8 +40,7 @@ import pyarrow.parquet as pq
 
 from benchmarks.datasets import BLOCK, batches, write_jsonl
 from benchmarks.fleet import GLOBAL, PARTITIONED
-from workers.backfill.kafka_ranges import dates_of
-from workers.backfill.schemas import ARCHIVE
+from workers.backfill.schemas import ARCHIVE, dates_of
 
 QUERIES = {"partitioned": PARTITIONED, "sliced": GLOBAL}
 TIME_FIELD = "stock_time"

@@ -20,11 +20,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from coordinator.commits import commit_with_retry
+from coordinator.event_values import Rejected, decode_event
 from coordinator.groups import Group, groups_by_topic, groups_of
 from coordinator.keyed import (
     ERROR_HEADER,
@@ -184,13 +184,9 @@ class Router:
             return
         value = msg.value()
         src = encode_src(topic, partition, offset)
-        try:
-            event = orjson.loads(value) if value is not None else None
-        except orjson.JSONDecodeError as exc:
-            self._dead_letter(msg, src, "invalid_json", f"not valid JSON: {exc}")
-            return
-        if not isinstance(event, dict):
-            self._dead_letter(msg, src, "not_an_object", "not a JSON object")
+        event = decode_event(value)
+        if isinstance(event, Rejected):
+            self._dead_letter(msg, src, event.reason, event.error)
             return
         headers = [(SRC_HEADER, src), (REGISTRY_HEADER, reg)]
         ts_type, ts = msg.timestamp()

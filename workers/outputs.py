@@ -23,7 +23,7 @@ up to it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -34,11 +34,9 @@ from shared.complex_event import ComplexEvent
 SOURCE_FIELD = "@cerfleet.source"  # injected into events; not a CEQL identifier, so unqueryable
 
 
-def output_value(
-    query: str, keyed_topic: str | None, partition: int | None, ce: ComplexEvent
-) -> bytes:
-    """The output record of ``ce``; ``"keyed": null`` when it was not read from a keyed
-    partition (backfills)."""
+def output_value(query: str, keyed_topic: str, partition: int, ce: ComplexEvent) -> bytes:
+    """The output record of ``ce``, read from a keyed partition: each event's source
+    comes from its injected ``SOURCE_FIELD``."""
     events = []
     sources = []
     for event in ce.events:
@@ -47,12 +45,25 @@ def output_value(
         sources.append(
             None if src is None else {"topic": src[0], "partition": src[1], "offset": src[2]}
         )
+    keyed = {"topic": keyed_topic, "partition": partition}
+    return record_value(query, keyed, ce, events, sources)
+
+
+def record_value(
+    query: str,
+    keyed: dict[str, Any] | None,
+    ce: ComplexEvent,
+    events: Sequence[Mapping[str, Any]],
+    sources: Sequence[dict[str, Any] | None],
+) -> bytes:
+    """The output record, given the events as published and where each came from;
+    ``keyed`` is None for complex events not read from a keyed partition (backfills)."""
     doc: dict[str, Any] = {
         "query": query,
         "key": None if ce.key is None else list(ce.key),
         "start": ce.start,
         "end": ce.end,
-        "keyed": None if keyed_topic is None else {"topic": keyed_topic, "partition": partition},
+        "keyed": keyed,
         "events": events,
         "sources": sources,
     }

@@ -26,8 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import orjson
-
+from coordinator.event_values import Rejected, decode_event
 from coordinator.registry import Registered
 from shared.complex_event import ComplexEvent
 from shared.evaluation.query_evaluator import QueryEvaluator
@@ -111,13 +110,9 @@ class PartitionState:
                     self.duplicates += 1
                     continue
                 self.sources[skey] = src[2]
-            try:
-                event = orjson.loads(rec.value) if rec.value is not None else None
-            except orjson.JSONDecodeError as exc:
-                dead.append(DeadLetter(rec, None, "invalid_json", f"not valid JSON: {exc}"))
-                continue
-            if not isinstance(event, dict):
-                dead.append(DeadLetter(rec, None, "not_an_object", "not a JSON object"))
+            event = decode_event(rec.value)
+            if isinstance(event, Rejected):
+                dead.append(DeadLetter(rec, None, event.reason, event.error))
                 continue
             if src is not None:
                 event[SOURCE_FIELD] = list(src)

@@ -34,7 +34,7 @@ from coordinator.settings import FleetSettings
 from shared.errors import CerfleetError
 from workers.backfill.entry import job_main
 from workers.backfill.job_query import JobQuery
-from workers.backfill.options import add_backfill_arguments, time_bound
+from workers.backfill.options import add_backfill_arguments, check_backfill, time_bound
 from workers.backfill.placement import longest_first, place
 from workers.backfill.prepare import prepare_batches
 from workers.backfill.schemas import BAD, GOOD, MATCH, PREPARED, RESULT
@@ -42,7 +42,7 @@ from workers.backfill.sinks import PRODUCED, produce_batches
 from workers.backfill.slices import SlicePlan, label_bases, slice_epsilon
 from workers.backfill.sources import archive_source, jsonl_source, kafka_source
 from workers.backfill.spark_session import session, spark_schema
-from workers.backfill.units import evaluate_batches
+from workers.backfill.units import Bases, evaluate_batches
 
 __all__ = ["Evaluation", "evaluate", "main"]
 
@@ -67,6 +67,21 @@ def _sorted(df: DataFrame, unit: str) -> DataFrame:
     return df.sortWithinPartitions(unit, F.asc_nulls_first("t"), "topic", "partition", "offset")
 
 
+def _prepared(job: JobQuery, rows: DataFrame) -> DataFrame:
+    return rows.mapInArrow(partial(prepare_batches, job), spark_schema(PREPARED))
+
+
+def _evaluated(
+    job: JobQuery, rows: DataFrame, bases: Bases | None, counters: dict[str, Any] | None
+) -> DataFrame:
+    return rows.mapInArrow(partial(evaluate_batches, job, bases, counters), spark_schema(RESULT))
+
+
+def _whole(job: JobQuery, prepared: DataFrame, counters: dict[str, Any] | None) -> DataFrame:
+    """One task over the stream in order: the unit is the same ("") for every event."""
+    return _evaluated(job, _sorted(prepared.repartition(1, "unit"), "unit"), None, counters)
+
+
 def evaluate(
     spark: SparkSession,
     job: JobQuery,
@@ -80,20 +95,14 @@ def evaluate(
     # Only what the tasks read: Spark's Arrow conversion of the nested headers column
     # alone costs more than the whole evaluation.
     needed = source.select("topic", "partition", "offset", "timestamp", "value")
-    prepared = needed.mapInArrow(partial(prepare_batches, job), spark_schema(PREPARED))
+    prepared = _prepared(job, needed)
     epsilon = slice_epsilon(query, job.time_field)
     if not query.partitioned and (epsilon is None or slices <= 1):
-        rows = _sorted(prepared.repartition(1, "unit"), "unit")
-        evaluated = rows.mapInArrow(
-            partial(evaluate_batches, job, None, counters), spark_schema(RESULT)
-        )
-        return Evaluation(evaluated, "whole", prepared)
+        return Evaluation(_whole(job, prepared, counters), "whole", prepared)
     if query.partitioned:
         # Key weights from a sample: exact counts would need every prepared row kept
         # (or prepared twice), and placement only needs the heavy keys roughly.
-        sample = needed.sample(fraction=KEY_SAMPLE, seed=17).mapInArrow(
-            partial(prepare_batches, job), spark_schema(PREPARED)
-        )
+        sample = _prepared(job, needed.sample(fraction=KEY_SAMPLE, seed=17))
         per_unit = sample.where(F.col("status") == GOOD).groupBy("unit").count().persist()
         heavy = per_unit.orderBy(F.desc("count")).limit(4 * partitions).collect()
         sampled = per_unit.agg(F.sum("count")).first()
@@ -104,22 +113,15 @@ def evaluate(
         placed = place(
             spark, prepared, "unit", longest_first(weights, partitions, rest), partitions
         )
-        evaluated = _sorted(placed, "unit").mapInArrow(
-            partial(evaluate_batches, job, None, counters), spark_schema(RESULT)
+        return Evaluation(
+            _evaluated(job, _sorted(placed, "unit"), None, counters), "keys", prepared
         )
-        return Evaluation(evaluated, "keys", prepared)
     prepared = prepared.persist(StorageLevel.MEMORY_AND_DISK)
     good = prepared.where(F.col("status") == GOOD)
     bounds = good.agg(F.min("t").alias("lo"), F.max("t").alias("hi")).first()
     lo, hi = (None, None) if bounds is None else (bounds["lo"], bounds["hi"])
     if lo is None or hi is None:  # no event has a time: nothing to slice by
-        rows = _sorted(prepared.repartition(1, "unit"), "unit")
-        return Evaluation(
-            rows.mapInArrow(partial(evaluate_batches, job, None, counters), spark_schema(RESULT)),
-            "whole",
-            prepared,
-            cached=[prepared],
-        )
+        return Evaluation(_whole(job, prepared, counters), "whole", prepared, cached=[prepared])
     assert epsilon is not None  # unpartitioned and not whole: sliceable
     plan = SlicePlan.of(lo, hi, epsilon, slices)
     t = F.col("t")
@@ -146,7 +148,7 @@ def evaluate(
     tasks = min(n, partitions)
     rows = _sorted(place(spark, expanded, "slice", longest_first(weights, tasks), tasks), "slice")
     return Evaluation(
-        rows.mapInArrow(partial(evaluate_batches, job, bases, counters), spark_schema(RESULT)),
+        _evaluated(job, rows, bases, counters),
         "slices",
         prepared,
         slices=n,
@@ -156,19 +158,8 @@ def evaluate(
 
 def _resolve(args: argparse.Namespace, settings: FleetSettings) -> tuple[JobQuery, list[str]]:
     """The query to run and its input topics (empty: whatever the source holds)."""
-    if (args.query is None) == (args.ceql is None):
-        raise CerfleetError("give exactly one of --query NAME and --ceql FILE")
-    if args.ceql is not None:
-        path = Path(args.ceql)
-        if not path.is_file():
-            raise CerfleetError(f"--ceql {args.ceql}: no such file")
-        job = JobQuery(
-            args.name or path.stem,
-            path.read_text(encoding="utf-8"),
-            args.type_field or "type",
-            args.time_field or "timestamp",
-        )
-        job.validate()  # a CEQL error stops here, with line and column
+    job = check_backfill(args)
+    if job is not None:
         return job, list(args.topics or [])
     from coordinator.registry import Registry
 
@@ -194,9 +185,6 @@ def _source(
 ) -> DataFrame:
     since = time_bound(args.since, "--since")
     until = time_bound(args.until, "--until")
-    chosen = [args.archive is not None, args.from_kafka, args.jsonl is not None]
-    if sum(chosen) != 1:
-        raise CerfleetError("give exactly one of --archive DIR, --from-kafka and --jsonl FILE")
     if args.archive is not None:
         return archive_source(spark, args.archive, topics, since, until)
     if args.jsonl is not None:
@@ -226,8 +214,6 @@ def _produce(df: DataFrame, config: dict[str, str], topic: str, run: str) -> int
 def run(args: argparse.Namespace) -> dict[str, Any]:
     began = time.monotonic()
     settings = settings_from_args(FleetSettings, args)
-    if args.output is None and args.output_topic is None:
-        raise CerfleetError("nowhere to write: give --output DIR and/or --output-topic TOPIC")
     job, topics = _resolve(args, settings)
     spark = session(f"cerfleet backfill {job.name}")
     cores = spark.sparkContext.defaultParallelism

@@ -47,29 +47,8 @@ def _compact(args: argparse.Namespace) -> int:
 
 
 def _backfill(args: argparse.Namespace) -> int:
-    from shared.errors import CerfleetError
+    from workers.backfill.options import check_backfill
     from workers.backfill.submit import submit
 
-    # Mistakes the job would find only after Spark started: report them now.
-    sources = [args.archive is not None, args.from_kafka, args.jsonl is not None]
-    if sum(sources) != 1:
-        raise CerfleetError("give exactly one of --archive DIR, --from-kafka and --jsonl FILE")
-    if (args.query is None) == (args.ceql is None):
-        raise CerfleetError("give exactly one of --query NAME and --ceql FILE")
-    if args.output is None and args.output_topic is None:
-        raise CerfleetError("nowhere to write: give --output DIR and/or --output-topic TOPIC")
-    if args.ceql is not None:
-        from pathlib import Path
-
-        from workers.backfill.job_query import JobQuery
-
-        path = Path(args.ceql)
-        if not path.is_file():
-            raise CerfleetError(f"--ceql {args.ceql}: no such file")
-        JobQuery(
-            args.name or path.stem,
-            path.read_text(encoding="utf-8"),
-            args.type_field or "type",
-            args.time_field or "timestamp",
-        ).validate()
+    check_backfill(args)  # what the job would find only after Spark started: now
     return submit("backfill", args, add_backfill_arguments)

@@ -17,8 +17,7 @@ import orjson
 import pyarrow as pa
 
 from shared.events.timestamps import parse_timestamp
-from workers.backfill.kafka_ranges import dates_of
-from workers.backfill.schemas import ARCHIVE
+from workers.backfill.schemas import ARCHIVE, dates_of
 
 __all__ = ["jsonl_batches"]
 

@@ -19,14 +19,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from shared.errors import CerfleetError
-from workers.backfill.schemas import ARCHIVE, UNKNOWN_DATE
+from workers.backfill.schemas import ARCHIVE, dates_of
 
-__all__ = ["RANGE_SCHEMA", "OffsetRange", "dates_of", "plan_ranges", "read_range", "read_ranges"]
+__all__ = ["RANGE_SCHEMA", "OffsetRange", "plan_ranges", "read_range", "read_ranges"]
 
 RANGE_SCHEMA = pa.schema(
     [
@@ -136,12 +135,6 @@ def plan_ranges(
         raise RangeError(f"cannot plan topic ranges: {exc}") from None
     finally:
         consumer.close()
-
-
-def dates_of(timestamps: list[int | None]) -> list[str]:
-    ms = np.array([-1 if t is None else t for t in timestamps], dtype=np.int64)
-    days = np.datetime_as_string(ms.astype("datetime64[ms]").astype("datetime64[D]"))
-    return [UNKNOWN_DATE if t is None else str(d) for t, d in zip(timestamps, days, strict=True)]
 
 
 class _Columns:

@@ -8,12 +8,14 @@ Spark starts), then hand them on to ``spark-submit``.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from coordinator.process import add_fleet_options
 from shared.errors import CerfleetError
 from shared.events.timestamps import parse_timestamp
+from workers.backfill.job_query import JobQuery
 
-__all__ = ["add_backfill_arguments", "add_compact_arguments", "time_bound"]
+__all__ = ["add_backfill_arguments", "add_compact_arguments", "check_backfill", "time_bound"]
 
 
 def time_bound(text: str | None, flag: str) -> int | None:
@@ -113,3 +115,31 @@ def add_backfill_arguments(parser: argparse.ArgumentParser) -> None:
         help="time slices for a windowed query without PARTITION BY (default: --partitions)",
     )
     add_fleet_options(parser)
+
+
+def check_backfill(args: argparse.Namespace) -> JobQuery | None:
+    """Raise ``CerfleetError`` (``CEQLError`` with line and column) for options a backfill
+    cannot run with; return the ``--ceql`` file's query, or None for a registered one.
+
+    Called by ``cerfleet backfill`` before Spark starts, and by the job itself, which
+    may be started by spark-submit directly."""
+    sources = [args.archive is not None, args.from_kafka, args.jsonl is not None]
+    if sum(sources) != 1:
+        raise CerfleetError("give exactly one of --archive DIR, --from-kafka and --jsonl FILE")
+    if (args.query is None) == (args.ceql is None):
+        raise CerfleetError("give exactly one of --query NAME and --ceql FILE")
+    if args.output is None and args.output_topic is None:
+        raise CerfleetError("nowhere to write: give --output DIR and/or --output-topic TOPIC")
+    if args.ceql is None:
+        return None
+    path = Path(args.ceql)
+    if not path.is_file():
+        raise CerfleetError(f"--ceql {args.ceql}: no such file")
+    job = JobQuery(
+        args.name or path.stem,
+        path.read_text(encoding="utf-8"),
+        args.type_field or "type",
+        args.time_field or "timestamp",
+    )
+    job.validate()
+    return job

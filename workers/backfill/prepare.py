@@ -12,15 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import orjson
 import pyarrow as pa
 
+from coordinator.event_values import Rejected, decode_event
 from coordinator.keyed import key_of
 from shared.events.timestamps import parse_timestamp
 from workers.backfill.job_query import JobQuery
 from workers.backfill.schemas import BAD, GOOD, PREPARED, UNKEYED
 
 __all__ = ["prepare", "prepare_batches"]
+
+# An archive keeps tombstones; say so rather than "not a JSON object".
+_TOMBSTONE = Rejected("tombstone", "no value (a tombstone)")
 
 
 def prepare(job: JobQuery, batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -36,22 +39,14 @@ def prepare(job: JobQuery, batch: pa.RecordBatch) -> pa.RecordBatch:
     units: list[str | None] = []
     times: list[float | None] = []
     for value, stamp in zip(values, stamps, strict=True):
-        problem = None
-        event = None
-        if value is None:
-            problem = "no value (a tombstone)"
+        event = _TOMBSTONE if value is None else decode_event(value)
+        problem: str | None
+        if isinstance(event, Rejected):
+            problem = event.error
+        elif not isinstance(event.get(type_field), str):
+            problem = f"type field {type_field!r} missing or not a string"
         else:
-            try:
-                event = orjson.loads(value)
-            except orjson.JSONDecodeError as exc:
-                problem = f"not valid JSON: {exc}"
-        if problem is None:
-            if not isinstance(event, dict):
-                problem = "not a JSON object"
-            elif not isinstance(event.get(type_field), str):
-                problem = f"type field {type_field!r} missing or not a string"
-            else:
-                problem = query.check_event(event)
+            problem = query.check_event(event)
         if problem is not None:
             status.append(BAD)
             errors.append(problem)

@@ -7,6 +7,7 @@ matched event exactly as the fleet does.
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 
 # One row per Kafka record. ``date`` (UTC, from the record timestamp) is the
@@ -25,6 +26,14 @@ ARCHIVE = pa.schema(
 )
 COORDINATES = ("topic", "partition", "offset")
 UNKNOWN_DATE = "unknown"
+
+
+def dates_of(timestamps: list[int | None]) -> list[str]:
+    """The archive's ``date`` of each timestamp (ms): its UTC day, or ``UNKNOWN_DATE``."""
+    ms = np.array([-1 if t is None else t for t in timestamps], dtype=np.int64)
+    days = np.datetime_as_string(ms.astype("datetime64[ms]").astype("datetime64[D]"))
+    return [UNKNOWN_DATE if t is None else str(d) for t, d in zip(timestamps, days, strict=True)]
+
 
 # Row status after preparation.
 GOOD, BAD, UNKEYED = 0, 1, 2

@@ -11,15 +11,13 @@ from pyspark.sql import functions as F
 
 from workers.backfill.files import jsonl_batches
 from workers.backfill.kafka_ranges import RANGE_SCHEMA, plan_ranges, read_ranges
-from workers.backfill.schemas import ARCHIVE
+from workers.backfill.schemas import ARCHIVE, dates_of
 from workers.backfill.spark_session import spark_schema
 
 __all__ = ["archive_source", "jsonl_source", "kafka_source"]
 
 
 def _date(ms: int) -> str:
-    from workers.backfill.kafka_ranges import dates_of
-
     return dates_of([ms])[0]
 
 

@@ -25,6 +25,7 @@ from shared.evaluation.query_evaluator import QueryEvaluator
 from shared.events.columns import columns_of
 from workers.backfill.job_query import JobQuery
 from workers.backfill.schemas import BAD, BAD_RECORD, GOOD, MATCH, RESULT, STATS, UNKEYED
+from workers.outputs import output_key, record_value
 
 __all__ = ["UnitRunner", "evaluate_batches"]
 
@@ -199,28 +200,18 @@ class UnitRunner:
             columns_of(events, self.query.attributes), events=events, positions=positions
         )
         name = self.job.name
-        dumps = orjson.dumps
         sources = self._coords.sources
         first_own = self._first_own
         for ce in found:
             if ce.end < first_own:
                 continue  # the previous slice's own complex event
             self.matches += 1
-            key = None if ce.key is None else list(ce.key)
-            # The fleet's output record (workers.outputs.output_value), keyed: null.
-            doc = {
-                "query": name,
-                "key": key,
-                "start": ce.start,
-                "end": ce.end,
-                "keyed": None,
-                "events": ce.events,
-                "sources": sources(ce.positions),
-            }
-            out.m_key.append(None if key is None else dumps(key).decode())
+            key = output_key(ce)
+            out.m_key.append(None if key is None else key.decode())
             out.m_start.append(ce.start)
             out.m_end.append(ce.end)
-            out.m_value.append(dumps(doc))
+            # The events were never tagged with their source: the unit's coordinates say it.
+            out.m_value.append(record_value(name, None, ce, ce.events, sources(ce.positions)))
 
     def stats(self, out: _Out) -> None:
         out.other.append(
