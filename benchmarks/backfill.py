@@ -40,7 +40,7 @@ import pyarrow.parquet as pq
 
 from benchmarks.datasets import BLOCK, batches, write_jsonl
 from benchmarks.fleet import GLOBAL, PARTITIONED
-from workers.backfill.schemas import ARCHIVE, dates_of
+from cerfleet.workers.backfill.schemas import ARCHIVE, dates_of
 
 QUERIES = {"partitioned": PARTITIONED, "sliced": GLOBAL}
 TIME_FIELD = "stock_time"
@@ -91,7 +91,7 @@ def write_archive(directory: Path, n: int) -> None:
 
 def _cerfleet(*args: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "shared.cli", *args], capture_output=True, check=False
+        [sys.executable, "-m", "cerfleet.cli", *args], capture_output=True, check=False
     )
 
 

@@ -3,7 +3,7 @@
 Run ``python -m benchmarks.fleet [--events N] [--workers W] [--rate R] [--runs K]
 [--query partitioned|global|both] [--latency-seconds S] [--out DIR]``.
 
-The broker is librdkafka's mock cluster (:class:`coordinator.local_broker.LocalBroker`)
+The broker is librdkafka's mock cluster (:class:`cerfleet.fleet.local_broker.LocalBroker`)
 hosted in this process, in memory; the coordinator and the workers are separate
 ``cerfleet`` processes connecting to it over TCP, as they would to a real broker.
 Every run gets a fresh broker, so runs do not share topics, groups or data.
@@ -91,11 +91,11 @@ from confluent_kafka import (
 from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.datasets import stock, to_dicts
-from coordinator.keyed import GroupId
-from coordinator.local_broker import LocalBroker
-from coordinator.registry import QuerySpec, write
-from coordinator.settings import WorkerSettings
-from shared.query import compile_query
+from cerfleet.fleet.keyed import GroupId
+from cerfleet.fleet.local_broker import LocalBroker
+from cerfleet.fleet.registry import QuerySpec, write
+from cerfleet.fleet.settings import WorkerSettings
+from cerfleet.query import compile_query
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -183,7 +183,7 @@ class Child:
         self.started = time.monotonic()
         with open(self.log_path, "wb") as log:  # the child keeps its own descriptor
             self.popen = subprocess.Popen(
-                [sys.executable, "-m", "shared.cli", *args, "--metrics-port", str(self.port)],
+                [sys.executable, "-m", "cerfleet.cli", *args, "--metrics-port", str(self.port)],
                 env=env,
                 cwd=ROOT,
                 stdin=subprocess.DEVNULL,
@@ -979,7 +979,7 @@ def write_markdown(
         + f", Python {platform.python_version()}, confluent-kafka "
         f"{confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]}), "
         f"{platform.system()} {platform.machine()}. Broker: librdkafka's mock cluster "
-        "(`coordinator.local_broker`) in the benchmark process; the coordinator and each "
+        "(`cerfleet.fleet.local_broker`) in the benchmark process; the coordinator and each "
         "worker are separate processes with default settings except: consumers "
         f"`fetch.wait.max.ms={FLEET_CONSUMER['fetch.wait.max.ms']}` (the mock holds a fetch "
         "that finds no data for the whole wait, where a real broker answers when data "

@@ -85,7 +85,7 @@ def run(spec: Spec) -> Result:
     """Measure in this process (the peak memory is then the process's so far)."""
     evaluator: Any = None
     if spec.query is not None:
-        from shared import compile_query
+        from cerfleet import compile_query
 
         evaluator = compile_query(spec.query).evaluator()
     columnar = (

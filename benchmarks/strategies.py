@@ -16,7 +16,7 @@ import statistics
 import time
 from typing import Any
 
-from shared import compile_query
+from cerfleet import compile_query
 
 
 def stream(n: int, seed: int = 1) -> list[dict[str, Any]]:

@@ -23,10 +23,9 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from coordinator.commits import commit_with_retry
-from coordinator.event_values import Rejected, decode_event
-from coordinator.groups import Group, groups_by_topic, groups_of
-from coordinator.keyed import (
+from cerfleet.fleet.commits import commit_with_retry
+from cerfleet.fleet.groups import Group, groups_by_topic, groups_of
+from cerfleet.fleet.keyed import (
     ERROR_HEADER,
     REGISTRY_HEADER,
     SRC_HEADER,
@@ -35,11 +34,12 @@ from coordinator.keyed import (
     encode_src,
     key_of,
 )
-from coordinator.observability import dead_letters_counter
-from coordinator.registry import Registry
-from coordinator.registry import ensure_topic as ensure_registry_topic
-from coordinator.settings import CoordinatorSettings
-from coordinator.topics import ensure_topics
+from cerfleet.fleet.observability import dead_letters_counter
+from cerfleet.fleet.records import Rejected, decode_event
+from cerfleet.fleet.registry import Registry
+from cerfleet.fleet.registry import ensure_topic as ensure_registry_topic
+from cerfleet.fleet.settings import CoordinatorSettings
+from cerfleet.fleet.topics import ensure_topics
 
 log = logging.getLogger(__name__)
 

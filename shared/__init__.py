@@ -1,8 +1,9 @@
-"""cerfleet's engine: CEQL → CEA → tECS, with CORE's guarantees.
+"""cerfleet: complex event recognition with CORE's guarantees (query → pattern form →
+CEA → tECS).
 
 Compile a query once, then feed events to evaluators::
 
-    from shared import compile_query
+    from cerfleet import compile_query
     query = compile_query(open("q.ceql").read())
     evaluator = query.evaluator()
     for event in events:
@@ -11,13 +12,16 @@ Compile a query once, then feed events to evaluators::
     state = evaluator.snapshot()            # bytes
     evaluator = query.restore(state)        # continues exactly where it stopped
 
-This package imports neither Kafka nor Spark; the fleet and the backfill build on it.
+The engine imports neither Kafka nor Spark. ``cerfleet.fleet`` holds what the fleet's
+services share; the services are ``cerfleet.coordinator`` and ``cerfleet.workers`` (its
+Spark jobs under ``cerfleet.workers.backfill``).
 """
 
-from shared.complex_event import ComplexEvent
-from shared.errors import CEQLError, CerfleetError, EventError, SnapshotError
-from shared.evaluation.query_evaluator import QueryEvaluator
-from shared.query import CompiledQuery, compile_query
+from cerfleet.complex_event import ComplexEvent
+from cerfleet.errors import CEQLError, CerfleetError, EventError, SnapshotError
+from cerfleet.evaluation.query_evaluator import QueryEvaluator
+from cerfleet.pattern import Pattern
+from cerfleet.query import CompiledQuery, compile_query
 
 __all__ = [
     "CEQLError",
@@ -25,6 +29,7 @@ __all__ = [
     "CompiledQuery",
     "ComplexEvent",
     "EventError",
+    "Pattern",
     "QueryEvaluator",
     "SnapshotError",
     "compile_query",

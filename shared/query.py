@@ -1,297 +1,79 @@
-"""Compile a CEQL query once; create evaluators from it.
+"""Compile a query once; create evaluators from it.
 
 The pipeline, stage by stage (each a module named for the paper's concept)::
 
-    text ──parse──▶ CEQL AST ──construction──▶ CEA ──determinization──▶ det-CEA
-         (ceql/parser)        (cea/construction)   (evaluation/determinization)
+    text ──front-end──▶ pattern form ──plan──▶ det-CEA + options
+         (languages, ceql/parser)     (plan, cea/, evaluation/determinization)
 
     det-CEA + stream ──Algorithm 1──▶ tECS ──Algorithm 2──▶ complex events
-                   (evaluation/evaluator)  (evaluation/enumeration)
+       (evaluation/query_evaluator, evaluator)    (evaluation/enumeration)
 """
 
 from __future__ import annotations
 
-import hashlib
-import math
-from collections.abc import Iterator, Mapping
-from typing import Any
-
-import numpy as np
-
-from shared.cea.construction import compile_formula
-from shared.cea.predicates import compile_predicate
-from shared.cea.strict import strict_product
-from shared.cea.vector_predicates import compile_vector_predicate
-from shared.ceql import ast
-from shared.ceql.parser import parse_and_check
-from shared.complex_event import KeyValue
-from shared.evaluation.batch import BatchLetters
-from shared.evaluation.determinization import DetCEA
-from shared.evaluation.evaluator import Evaluator
-from shared.evaluation.maximal import MaxCEA, MaxEvaluator
-from shared.evaluation.priority import PriorityEvaluator
-from shared.evaluation.query_evaluator import QueryEvaluator
-from shared.evaluation.substream import SubstreamEvaluator
-from shared.evaluation.window import clock_of, epsilon_of
-from shared.events.timestamps import parse_timestamp
-
-_SCALARS = (str, int, float, bool)
-# Integers up to this size are exact as float64 and stay far from int64 overflow.
-_EXACT = 2**53
+from cerfleet import pattern
+from cerfleet.evaluation.query_evaluator import QueryEvaluator
+from cerfleet.evaluation.snapshot import load_into
+from cerfleet.languages import DEFAULT, parse
+from cerfleet.plan import QueryPlan
 
 
-class CompiledQuery:
+class CompiledQuery(QueryPlan):
     """A query compiled to its determinised CEA, ready to evaluate streams.
-
-    Compiling is the expensive, once-per-query part; ``evaluator()`` is cheap and
-    the det-CEA's transition cache is shared by all evaluators of the query.
 
     ``attributes`` is every event attribute the query reads: the type field, the
     attributes in its filters, the PARTITION BY attributes and the window's clock
     (the time field of a time window, the attribute of ``WITHIN n [attr]``). Columns
     of these alone give ``process_columns`` the same result as the whole events
-    (``shared.events.columns.columns_of`` builds them).
+    (``cerfleet.events.columns.columns_of`` builds them).
     """
 
-    def __init__(self, text: str, *, type_field: str = "type", time_field: str = "timestamp"):
-        self.text = text
-        self.type_field = type_field
-        self.time_field = time_field
-        self.ast: ast.Query = parse_and_check(text)
-        cea, atoms = compile_formula(self.ast.where, self.ast.select)
-        self.strategy = self.ast.strategy
-        if self.strategy is ast.Strategy.STRICT:
-            cea = strict_product(cea)
-        self.cea = cea
-        self.dcea = DetCEA(cea, [compile_predicate(p) for p in atoms.preds], type_field)
-        self._atom_preds = atoms.preds
-        self._batch: BatchLetters | None = None
-        self.max_cea = MaxCEA(self.dcea) if self.strategy is ast.Strategy.MAX else None
-        self.consume = self.ast.consume
-        self.partition_attrs = self.ast.partition_by
-        self.partitioned = bool(self.partition_attrs)
-        self.clock = clock_of(self.ast.within, time_field)
-        self.epsilon = epsilon_of(self.ast.within)
-        self.limit = self.ast.limit
-        self._schema = _schema_of(self.ast)
-        parts = _PredicateParts(self._atom_preds)
-        # What letters read; what the vector forms might compute inexactly.
-        self._letter_attributes = frozenset({type_field, *parts.attributes})
-        self._arithmetic = parts.arithmetic
-        self._arithmetic_attributes = parts.arithmetic_attributes
-        self._big_constant = parts.big_constant
-        window_attributes: set[str] = set()
-        if self.ast.within is not None and self.ast.within.kind is ast.WindowKind.TIME:
-            window_attributes.add(time_field)
-        elif self.ast.within is not None and self.ast.within.attr is not None:
-            window_attributes.add(self.ast.within.attr)
-        self.attributes: frozenset[str] = frozenset(
-            {*self._letter_attributes, *self.partition_attrs, *window_attributes}
+    def __init__(
+        self,
+        text: str,
+        *,
+        type_field: str = "type",
+        time_field: str = "timestamp",
+        language: str = DEFAULT,
+    ) -> None:
+        super().__init__(
+            parse(text, language), text=text, type_field=type_field, time_field=time_field
         )
-        # Identifies the query a snapshot belongs to: same text and field names.
-        self.fingerprint = hashlib.sha256(
-            "\0".join((text, type_field, time_field)).encode()
-        ).hexdigest()
+        self.language = language
 
-    @property
-    def batch(self) -> BatchLetters:
-        """Letters of columnar batches, built on first use (the numpy fast path)."""
-        if self._batch is None:
-            self._batch = BatchLetters(
-                self.dcea, [compile_vector_predicate(p) for p in self._atom_preds]
-            )
-        return self._batch
-
-    def batch_letters_exact(self, columns: Mapping[str, np.ndarray], *, originals: bool) -> bool:
-        """Whether ``batch.letters(columns)`` surely equals the scalar letters of the events
-        the columns stand for: the original events when ``originals``, else the rows of
-        the columns themselves (``RowView``).
-
-        The vector forms compute in float64 and int64 where Python computes with exact
-        integers, so integers beyond 2**53 (in an integer column, in a constant or in an
-        arithmetic step, bounded from each column's largest magnitude) may differ. With
-        originals, an object column may also hold a value its row does not rebuild (NaN
-        reads as missing), so only number, boolean and string columns are trusted.
-        """
-        if self._big_constant:
-            return False
-        magnitude: dict[str, float] = {}  # Python ints (exact sums and products) or inf
-        for name in self._letter_attributes:
-            col = columns.get(name)
-            if col is None or not len(col):
-                continue
-            kind = col.dtype.kind
-            if kind in "iu":
-                m = max(-int(col.min()), int(col.max()))
-                if m > _EXACT:
-                    return False
-                magnitude[name] = m
-            elif kind == "f":
-                if name in self._arithmetic_attributes:
-                    largest = float(np.fmax.reduce(np.abs(col), initial=0.0))
-                    magnitude[name] = largest if math.isinf(largest) else math.ceil(largest)
-            elif kind not in "bU" and originals:
-                return False
-        return all(_int_bound(expr, magnitude) <= _EXACT for expr in self._arithmetic)
+    @classmethod
+    def from_pattern(
+        cls,
+        form: pattern.Pattern,
+        *,
+        text: str = "",
+        type_field: str = "type",
+        time_field: str = "timestamp",
+        language: str = "",
+    ) -> CompiledQuery:
+        """Compile a pattern built by any front-end (``text``, the source it came from,
+        identifies the query in snapshots)."""
+        query = cls.__new__(cls)
+        QueryPlan.__init__(query, form, text=text, type_field=type_field, time_field=time_field)
+        query.language = language
+        return query
 
     def evaluator(self) -> QueryEvaluator:
         return QueryEvaluator(self)
 
-    def substream_evaluator(self) -> SubstreamEvaluator:
-        """A fresh evaluator for one substream, by selection strategy."""
-        if self.strategy in (ast.Strategy.NEXT, ast.Strategy.LAST):
-            return PriorityEvaluator(
-                self.dcea, self.epsilon, last=self.strategy is ast.Strategy.LAST
-            )
-        if self.max_cea is not None:
-            return MaxEvaluator(self.max_cea, self.epsilon)
-        return Evaluator(self.dcea, self.epsilon)
-
     def restore(self, data: bytes) -> QueryEvaluator:
         """An evaluator continuing exactly where the one that made ``data`` stopped."""
-        from shared.evaluation.snapshot import load
-
-        return load(self, data)
-
-    def partition_key(self, event: Mapping[str, Any]) -> tuple[KeyValue, ...] | None:
-        """The event's PARTITION BY values; ``()`` without PARTITION BY; None when an
-        attribute is missing, null, NaN or not a scalar (the event belongs to no partition)."""
-        if not self.partitioned:
-            return ()
-        key = []
-        for attr in self.partition_attrs:
-            value = event.get(attr)
-            # NaN is how columnar batches spell a missing number.
-            if value is None or not isinstance(value, _SCALARS) or value != value:
-                return None
-            key.append(value)
-        return tuple(key)
-
-    def check_event(self, event: Mapping[str, Any]) -> str | None:
-        """Under ``DECLARE STREAM``, why the event violates the schema (None if it does not)."""
-        declared = self._schema.get(event.get(self.type_field))  # type: ignore[arg-type]
-        if declared is None:
-            return None
-        for name, atype in declared.items():
-            value = event.get(name)
-            if value is not None and not _has_type(value, atype):
-                return (
-                    f"attribute {name!r} of {event.get(self.type_field)} should be "
-                    f"{atype.value}, got {type(value).__name__} {value!r}"
-                )
-        return None
+        ev = QueryEvaluator(self)
+        load_into(ev, data)
+        return ev
 
 
 def compile_query(
-    text: str, *, type_field: str = "type", time_field: str = "timestamp"
+    text: str,
+    *,
+    type_field: str = "type",
+    time_field: str = "timestamp",
+    language: str = DEFAULT,
 ) -> CompiledQuery:
-    """Parse, check and compile a CEQL query; raises ``CEQLError`` with line and column."""
-    return CompiledQuery(text, type_field=type_field, time_field=time_field)
-
-
-class _PredicateParts:
-    """What the filter predicates read: attributes, top-level arithmetic expressions
-    (and the attributes under them), and whether an integer constant exceeds 2**53."""
-
-    def __init__(self, preds: list[ast.Pred]) -> None:
-        attributes: set[str] = set()
-        arithmetic: list[ast.Expr] = []
-        under_arithmetic: set[str] = set()
-        self.big_constant = False
-        for pred in preds:
-            for expr in _expressions(pred):
-                names = {e.name for e in _subexpressions(expr) if isinstance(e, ast.Attr)}
-                attributes |= names
-                if isinstance(expr, ast.Arith | ast.Neg):
-                    arithmetic.append(expr)
-                    under_arithmetic |= names
-                for e in _subexpressions(expr):
-                    if isinstance(e, ast.Const) and _is_big_int(e.value):
-                        self.big_constant = True
-        self.attributes = frozenset(attributes)
-        self.arithmetic = tuple(arithmetic)
-        self.arithmetic_attributes = frozenset(under_arithmetic)
-
-
-def _is_big_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and abs(value) > _EXACT
-
-
-def _expressions(pred: ast.Pred) -> Iterator[ast.Expr]:
-    """The value expressions of a predicate (constants of IN lists and ranges included)."""
-    match pred:
-        case ast.Compare(left=left, right=right):
-            yield left
-            yield right
-        case ast.InList(expr=expr, values=values):
-            yield expr
-            yield from values
-        case ast.InRange(expr=expr, low=low, high=high):
-            yield from (expr, low, high)
-        case ast.Like(expr=expr):
-            yield expr
-        case ast.PNot(operand=operand):
-            yield from _expressions(operand)
-        case ast.PAnd(left=left, right=right) | ast.POr(left=left, right=right):
-            yield from _expressions(left)
-            yield from _expressions(right)
-
-
-def _subexpressions(expr: ast.Expr) -> Iterator[ast.Expr]:
-    yield expr
-    if isinstance(expr, ast.Neg):
-        yield from _subexpressions(expr.operand)
-    elif isinstance(expr, ast.Arith):
-        yield from _subexpressions(expr.left)
-        yield from _subexpressions(expr.right)
-
-
-def _int_bound(expr: ast.Expr, magnitude: Mapping[str, float]) -> float:
-    """A bound on ``|expr|`` where Python may compute it as an integer; 0 where it is
-    surely a float or missing (floats compute alike in Python and numpy); inf once an
-    integer step may exceed 2**53. ``magnitude``: the largest ``|value|`` per numeric
-    column, rounded up to an int (absent: no number, so arithmetic on it is missing).
-    Bounds are Python ints, so they are exact themselves."""
-    bound: float
-    if isinstance(expr, ast.Attr):
-        bound = magnitude.get(expr.name, 0)
-    elif isinstance(expr, ast.Const):
-        value = expr.value
-        bound = 0 if isinstance(value, bool) or not isinstance(value, int) else abs(value)
-    elif isinstance(expr, ast.Neg):
-        bound = _int_bound(expr.operand, magnitude)
-    else:
-        left = _int_bound(expr.left, magnitude)
-        right = _int_bound(expr.right, magnitude)
-        if math.inf in (left, right):
-            return math.inf
-        if expr.op == "/":
-            return 0  # true division: a float
-        if expr.op == "%":
-            bound = right  # |a % b| < |b|
-        elif expr.op == "*":
-            bound = left * right
-        else:
-            bound = left + right
-    return bound if bound <= _EXACT else math.inf
-
-
-def _has_type(value: object, atype: ast.AttrType) -> bool:
-    is_num = isinstance(value, int | float) and not isinstance(value, bool)
-    if atype is ast.AttrType.INT:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if atype is ast.AttrType.DOUBLE:
-        return is_num
-    if atype is ast.AttrType.STRING:
-        return isinstance(value, str)
-    if atype is ast.AttrType.BOOLEAN:
-        return isinstance(value, bool)
-    return is_num or parse_timestamp(value) is not None
-
-
-def _schema_of(query: ast.Query) -> dict[str, dict[str, ast.AttrType]]:
-    schema: dict[str, dict[str, ast.AttrType]] = {}
-    for stream in query.declarations:
-        for event in stream.events:
-            schema.setdefault(event.name, {}).update(event.attributes)
-    return schema
+    """Parse, check and compile a query; raises ``CEQLError`` with line and column."""
+    return CompiledQuery(text, type_field=type_field, time_field=time_field, language=language)

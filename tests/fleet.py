@@ -43,7 +43,7 @@ class Process:
         self.log = log_dir / f"{name}.log"
         with open(self.log, "wb") as out:
             self.popen = subprocess.Popen(
-                [sys.executable, "-m", "shared.cli", *args, "--metrics-port", str(self.port)],
+                [sys.executable, "-m", "cerfleet.cli", *args, "--metrics-port", str(self.port)],
                 env=env,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -127,7 +127,7 @@ class Fleet:
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "shared.cli", *args],
+            [sys.executable, "-m", "cerfleet.cli", *args],
             env=self.env,
             capture_output=True,
             text=True,

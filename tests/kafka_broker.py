@@ -3,11 +3,11 @@
 Selection, first match wins:
 
 1. ``KAFKA_BOOTSTRAP_SERVERS`` is set: that broker ("real"); topics are created
-   with :func:`coordinator.topics.ensure_topics`.
+   with :func:`cerfleet.fleet.topics.ensure_topics`.
 2. ``CERFLEET_TESTCONTAINERS=1``, ``testcontainers`` imports and Docker answers: a
    single-node KRaft ``cp-kafka`` container ("real").
 3. Otherwise librdkafka's mock cluster ("mock"), hosted by
-   ``python -m coordinator.local_broker`` in a helper process, so the test
+   ``python -m cerfleet.fleet.local_broker`` in a helper process, so the test
    process and any worker processes it starts are all ordinary clients of it.
 """
 
@@ -28,7 +28,7 @@ from typing import Any
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from coordinator.topics import ensure_topics
+from cerfleet.fleet.topics import ensure_topics
 
 __all__ = [
     "HelperProcess",
@@ -89,14 +89,14 @@ class RealBroker(KafkaBroker):
 
 
 class HelperProcess:
-    """``python -m coordinator.local_broker`` with its stdout read line by line, with timeouts."""
+    """``python -m cerfleet.fleet.local_broker``, its stdout read line by line, with timeouts."""
 
     def __init__(self, args: list[str]) -> None:
         # A file, not a pipe: nobody drains stderr, and a full pipe would block the
         # helper as soon as librdkafka logs enough reconnect attempts.
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed by stop()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "coordinator.local_broker", *args],
+            [sys.executable, "-m", "cerfleet.fleet.local_broker", *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,

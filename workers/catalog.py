@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from coordinator.groups import group_id_of
-from coordinator.registry import Registered, RegistryHistory
+from cerfleet.fleet.groups import group_id_of
+from cerfleet.fleet.registry import Registered, RegistryHistory
 
 
 class Catalog:

@@ -4,7 +4,7 @@ A checkpoint is everything a worker needs to continue a keyed partition as if
 it had never stopped: the next keyed offset, the last input offset seen per
 input partition (to drop records a coordinator routed twice), and per query
 its registry version, output count and engine snapshot (union-lists and the
-tECS nodes they reach, see ``shared.evaluation.snapshot``). It also keeps,
+tECS nodes they reach, see ``cerfleet.evaluation.snapshot``). It also keeps,
 per output topic, an offset below which none of the partition's later
 outputs can lie, so a successor scans only the tail of the output topic.
 
@@ -28,8 +28,8 @@ from typing import Any
 import orjson
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 
-from coordinator.keyed import coordinates, header_items
-from shared.errors import SnapshotError
+from cerfleet.errors import SnapshotError
+from cerfleet.fleet.keyed import coordinates, header_items
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from coordinator.process import add_fleet_options, add_service_options, settings_from_args
+from cerfleet.fleet.service import add_fleet_options, add_service_options, settings_from_args
 
 __all__ = ["register"]
 
@@ -37,10 +37,10 @@ def register(subparsers: Any) -> None:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from coordinator.process import serve
-    from coordinator.settings import WorkerSettings
-    from workers.metrics import WorkerMetrics
-    from workers.worker import Worker
+    from cerfleet.fleet.service import serve
+    from cerfleet.fleet.settings import WorkerSettings
+    from cerfleet.workers.metrics import WorkerMetrics
+    from cerfleet.workers.worker import Worker
 
     settings = settings_from_args(
         WorkerSettings,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from coordinator.observability import dead_letters_counter
+from cerfleet.fleet.observability import dead_letters_counter
 
 # Event read → complex event handed to the producer: sub-millisecond when the
 # engine keeps up, up to seconds while a backlog drains.

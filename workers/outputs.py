@@ -28,8 +28,8 @@ from typing import Any
 
 import orjson
 
-from coordinator.keyed import ORIGIN_HEADER, header_items
-from shared.complex_event import ComplexEvent
+from cerfleet.complex_event import ComplexEvent
+from cerfleet.fleet.keyed import ORIGIN_HEADER, header_items
 
 SOURCE_FIELD = "@cerfleet.source"  # injected into events; not a CEQL identifier, so unqueryable
 

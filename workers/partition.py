@@ -10,7 +10,7 @@ outputs its predecessor already published:
 - a record routed twice by a restarted coordinator (same input partition, an
   input offset not above the last one seen) is dropped;
 - the queries run on a record are those registered below the record's
-  registry offset (see ``coordinator.keyed``); once started, a query keeps
+  registry offset (see ``cerfleet.fleet.keyed``); once started, a query keeps
   running until a registry record below some later record's offset replaces
   or removes it, so coordinators that lag behind one another cannot make it
   flap;
@@ -26,15 +26,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from coordinator.event_values import Rejected, decode_event
-from coordinator.registry import Registered
-from shared.complex_event import ComplexEvent
-from shared.evaluation.query_evaluator import QueryEvaluator
-from shared.evaluation.snapshot import dump_counted
-from shared.events.columns import columns_of
-from workers.catalog import Catalog
-from workers.checkpoint import Checkpoint, QueryCheckpoint
-from workers.outputs import SOURCE_FIELD
+from cerfleet.complex_event import ComplexEvent
+from cerfleet.evaluation.query_evaluator import QueryEvaluator
+from cerfleet.evaluation.snapshot import dump_counted
+from cerfleet.events.columns import columns_of
+from cerfleet.fleet.records import Rejected, decode_event
+from cerfleet.fleet.registry import Registered
+from cerfleet.workers.catalog import Catalog
+from cerfleet.workers.checkpoint import Checkpoint, QueryCheckpoint
+from cerfleet.workers.outputs import SOURCE_FIELD
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,8 +56,8 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from coordinator.commits import commit_with_retry
-from coordinator.keyed import (
+from cerfleet.fleet.commits import commit_with_retry
+from cerfleet.fleet.keyed import (
     ERROR_HEADER,
     ORIGIN_HEADER,
     QUERY_HEADER,
@@ -69,15 +69,15 @@ from coordinator.keyed import (
     encode_src,
     header_items,
 )
-from coordinator.registry import Registry
-from coordinator.registry import ensure_topic as ensure_registry_topic
-from coordinator.settings import WorkerSettings
-from coordinator.topics import TopicError, ensure_topics, partition_count
-from workers.catalog import Catalog
-from workers.checkpoint import read_checkpoint, scan, write_checkpoint
-from workers.metrics import WorkerMetrics
-from workers.outputs import origin, output_key, output_value, published_seqs
-from workers.partition import DeadLetter, Output, PartitionState, Record
+from cerfleet.fleet.registry import Registry
+from cerfleet.fleet.registry import ensure_topic as ensure_registry_topic
+from cerfleet.fleet.settings import WorkerSettings
+from cerfleet.fleet.topics import TopicError, ensure_topics, partition_count
+from cerfleet.workers.catalog import Catalog
+from cerfleet.workers.checkpoint import read_checkpoint, scan, write_checkpoint
+from cerfleet.workers.metrics import WorkerMetrics
+from cerfleet.workers.outputs import origin, output_key, output_value, published_seqs
+from cerfleet.workers.partition import DeadLetter, Output, PartitionState, Record
 
 log = logging.getLogger(__name__)
 

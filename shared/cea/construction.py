@@ -19,18 +19,18 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 
-from shared.cea.automaton import CEA, TRUE, VCEA, Guard, Transition, VTransition
-from shared.ceql import ast
+from cerfleet import pattern
+from cerfleet.cea.automaton import CEA, TRUE, VCEA, Guard, Transition, VTransition
 
 
 class AtomTable:
     """Interns filter predicates so that equal ``P`` share one bit of the bit vector."""
 
     def __init__(self) -> None:
-        self.preds: list[ast.Pred] = []
-        self._index: dict[ast.Pred, int] = {}
+        self.preds: list[pattern.Pred] = []
+        self._index: dict[pattern.Pred, int] = {}
 
-    def intern(self, pred: ast.Pred) -> int:
+    def intern(self, pred: pattern.Pred) -> int:
         if pred not in self._index:
             self._index[pred] = len(self.preds)
             self.preds.append(pred)
@@ -45,32 +45,32 @@ class _Builder:
     def fresh(self) -> int:
         return next(self._ids)
 
-    def build(self, phi: ast.Formula) -> VCEA:
-        if isinstance(phi, ast.EventType):
+    def build(self, phi: pattern.Formula) -> VCEA:
+        if isinstance(phi, pattern.EventType):
             q1, q2 = self.fresh(), self.fresh()
             return VCEA([VTransition(q1, Guard(phi.name), frozenset({phi.name}), q2)], {q1}, {q2})
-        if isinstance(phi, ast.As):
+        if isinstance(phi, pattern.As):
             a = self.build(phi.formula)
             a.transitions = [
                 VTransition(t.source, t.guard, t.labels | {phi.var}, t.target) if t.labels else t
                 for t in a.transitions
             ]
             return a
-        if isinstance(phi, ast.Filter):
+        if isinstance(phi, pattern.Filter):
             return self._filter(phi.formula, phi.filter)
-        if isinstance(phi, ast.Or):
+        if isinstance(phi, pattern.Or):
             return self._union(self.build(phi.left), self.build(phi.right))
-        if isinstance(phi, ast.Seq):
+        if isinstance(phi, pattern.Seq):
             return self._sequence(self.build(phi.left), self.build(phi.right))
-        if isinstance(phi, ast.Plus):
+        if isinstance(phi, pattern.Plus):
             return self._plus(self.build(phi.formula))
         raise TypeError(f"not a CEL formula: {phi!r}")
 
-    def _filter(self, phi: ast.Formula, theta: ast.FilterExpr) -> VCEA:
-        if isinstance(theta, ast.FilterOr):
+    def _filter(self, phi: pattern.Formula, theta: pattern.FilterExpr) -> VCEA:
+        if isinstance(theta, pattern.FilterOr):
             return self._union(self._filter(phi, theta.left), self._filter(phi, theta.right))
-        if isinstance(theta, ast.FilterAnd):
-            return self._filter(ast.Filter(phi, theta.left), theta.right)
+        if isinstance(theta, pattern.FilterAnd):
+            return self._filter(pattern.Filter(phi, theta.left), theta.right)
         a = self.build(phi)
         atom = self.atoms.intern(theta.pred)
         a.transitions = [
@@ -164,7 +164,7 @@ def _closure(start: set[int], edges: set[tuple[int, int]]) -> set[int]:
 
 
 def compile_formula(
-    phi: ast.Formula, select: tuple[str, ...] | None = None, atoms: AtomTable | None = None
+    phi: pattern.Formula, select: tuple[str, ...] | None = None, atoms: AtomTable | None = None
 ) -> tuple[CEA, AtomTable]:
     """Compile ``π_select(φ)`` into a CEA; returns it with the table of its filter atoms."""
     table = atoms if atoms is not None else AtomTable()

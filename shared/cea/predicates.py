@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from shared.ceql import ast
+from cerfleet import pattern
 
 Event = Mapping[str, Any]
 Predicate = Callable[[Event], bool]
@@ -61,8 +61,8 @@ def _same_kind(a: object, b: object) -> bool:
     return False
 
 
-def _compile_expr(expr: ast.Expr) -> _ValueFn:
-    if isinstance(expr, ast.Attr):
+def _compile_expr(expr: pattern.Expr) -> _ValueFn:
+    if isinstance(expr, pattern.Attr):
         name = expr.name
 
         def attr(event: Event) -> Any:
@@ -70,10 +70,10 @@ def _compile_expr(expr: ast.Expr) -> _ValueFn:
             return MISSING if value is None else value
 
         return attr
-    if isinstance(expr, ast.Const):
+    if isinstance(expr, pattern.Const):
         value = expr.value
         return lambda _event: value
-    if isinstance(expr, ast.Neg):
+    if isinstance(expr, pattern.Neg):
         inner = _compile_expr(expr.operand)
 
         def neg(event: Event) -> Any:
@@ -81,12 +81,12 @@ def _compile_expr(expr: ast.Expr) -> _ValueFn:
             return -v if is_number(v) else MISSING
 
         return neg
-    if isinstance(expr, ast.Arith):
+    if isinstance(expr, pattern.Arith):
         return _compile_arith(expr)
     raise TypeError(f"not a value expression: {expr!r}")
 
 
-def _compile_arith(expr: ast.Arith) -> _ValueFn:
+def _compile_arith(expr: pattern.Arith) -> _ValueFn:
     left = _compile_expr(expr.left)
     right = _compile_expr(expr.right)
     op = expr.op
@@ -111,38 +111,38 @@ def _compile_arith(expr: ast.Arith) -> _ValueFn:
     return arith
 
 
-def compile_predicate(pred: ast.Pred) -> Predicate:
+def compile_predicate(pred: pattern.Pred) -> Predicate:
     """Turn a predicate AST into ``event -> bool``."""
-    if isinstance(pred, ast.Compare):
+    if isinstance(pred, pattern.Compare):
         return _compile_compare(pred)
-    if isinstance(pred, ast.InList):
+    if isinstance(pred, pattern.InList):
         return _compile_in_list(pred)
-    if isinstance(pred, ast.InRange):
+    if isinstance(pred, pattern.InRange):
         return _compile_in_range(pred)
-    if isinstance(pred, ast.Like):
+    if isinstance(pred, pattern.Like):
         return _compile_like(pred)
-    if isinstance(pred, ast.BoolLit):
+    if isinstance(pred, pattern.BoolLit):
         value = pred.value
         return lambda _event: value
-    if isinstance(pred, ast.PNot):
+    if isinstance(pred, pattern.PNot):
         inner = compile_predicate(pred.operand)
         return lambda event: not inner(event)
-    if isinstance(pred, ast.PAnd):
+    if isinstance(pred, pattern.PAnd):
         a, b = compile_predicate(pred.left), compile_predicate(pred.right)
         return lambda event: a(event) and b(event)
-    if isinstance(pred, ast.POr):
+    if isinstance(pred, pattern.POr):
         a, b = compile_predicate(pred.left), compile_predicate(pred.right)
         return lambda event: a(event) or b(event)
     raise TypeError(f"not a predicate: {pred!r}")
 
 
-def _compile_compare(pred: ast.Compare) -> Predicate:
+def _compile_compare(pred: pattern.Compare) -> Predicate:
     left = _compile_expr(pred.left)
     right = _compile_expr(pred.right)
     cmp = COMPARE[pred.op]
 
     # The common shape `attr op constant` gets a direct closure: it is the hot path.
-    if isinstance(pred.left, ast.Attr) and isinstance(pred.right, ast.Const):
+    if isinstance(pred.left, pattern.Attr) and isinstance(pred.right, pattern.Const):
         name = pred.left.name
         const = pred.right.value
 
@@ -162,7 +162,7 @@ def _compile_compare(pred: ast.Compare) -> Predicate:
     return compare
 
 
-def _compile_in_list(pred: ast.InList) -> Predicate:
+def _compile_in_list(pred: pattern.InList) -> Predicate:
     value = _compile_expr(pred.expr)
     options = [c.value for c in pred.values]
     negated = pred.negated
@@ -175,7 +175,7 @@ def _compile_in_list(pred: ast.InList) -> Predicate:
     return in_list
 
 
-def _compile_in_range(pred: ast.InRange) -> Predicate:
+def _compile_in_range(pred: pattern.InRange) -> Predicate:
     value = _compile_expr(pred.expr)
     low, high = pred.low.value, pred.high.value
     negated = pred.negated
@@ -190,14 +190,14 @@ def _compile_in_range(pred: ast.InRange) -> Predicate:
     return in_range
 
 
-def _compile_like(pred: ast.Like) -> Predicate:
+def _compile_like(pred: pattern.Like) -> Predicate:
     value = _compile_expr(pred.expr)
-    pattern = re.compile(pred.pattern)
+    regex = re.compile(pred.pattern)
     negated = pred.negated
 
     def like(event: Event) -> bool:
         v = value(event)
-        matched = isinstance(v, str) and pattern.fullmatch(v) is not None
+        matched = isinstance(v, str) and regex.fullmatch(v) is not None
         return matched != negated
 
     return like

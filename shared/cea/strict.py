@@ -12,7 +12,7 @@ product as it evaluates ALL.
 
 from __future__ import annotations
 
-from shared.cea.automaton import CEA, Transition
+from cerfleet.cea.automaton import CEA, Transition
 
 # phase after reading a • / ∘ event in each phase (None: the run breaks contiguity)
 _NEXT_PHASE: dict[tuple[int, bool], int | None] = {

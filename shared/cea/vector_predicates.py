@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from shared.cea.predicates import COMPARE, compile_predicate, is_number
-from shared.ceql import ast
+from cerfleet import pattern
+from cerfleet.cea.predicates import COMPARE, compile_predicate, is_number
 
 Columns = Mapping[str, np.ndarray]
 VectorPredicate = Callable[[Columns, int], np.ndarray]
@@ -49,16 +49,16 @@ def _kind_of_scalar(value: object) -> str:
     return _STR
 
 
-def _expr(expr: ast.Expr, cols: Columns, n: int) -> _Vec:
-    if isinstance(expr, ast.Attr):
+def _expr(expr: pattern.Expr, cols: Columns, n: int) -> _Vec:
+    if isinstance(expr, pattern.Attr):
         col = cols.get(expr.name)
         if col is None:
             return None, np.zeros(n, dtype=bool), None
         valid = ~np.isnan(col) if col.dtype.kind == "f" else np.ones(n, dtype=bool)
         return col, valid, _kind_of_array(col)
-    if isinstance(expr, ast.Const):
+    if isinstance(expr, pattern.Const):
         return expr.value, np.ones(n, dtype=bool), _kind_of_scalar(expr.value)
-    if isinstance(expr, ast.Neg):
+    if isinstance(expr, pattern.Neg):
         values, valid, operand_kind = _expr(expr.operand, cols, n)
         if operand_kind != _NUM:
             return None, np.zeros(n, dtype=bool), None
@@ -84,39 +84,39 @@ def _expr(expr: ast.Expr, cols: Columns, n: int) -> _Vec:
         return values, valid & nonzero, _NUM
 
 
-def _pred(pred: ast.Pred, cols: Columns, n: int) -> np.ndarray:
-    if isinstance(pred, ast.Compare):
+def _pred(pred: pattern.Pred, cols: Columns, n: int) -> np.ndarray:
+    if isinstance(pred, pattern.Compare):
         left, lvalid, lkind = _expr(pred.left, cols, n)
         right, rvalid, rkind = _expr(pred.right, cols, n)
         if lkind is None or lkind != rkind:
             return np.zeros(n, dtype=bool)
         return np.asarray(COMPARE[pred.op](left, right), dtype=bool) & lvalid & rvalid
-    if isinstance(pred, ast.InList):
+    if isinstance(pred, pattern.InList):
         values, valid, kind = _expr(pred.expr, cols, n)
         options = [c.value for c in pred.values if _kind_of_scalar(c.value) == kind]
         found = np.zeros(n, dtype=bool)
         if kind is not None and options:
             found = np.isin(np.broadcast_to(values, (n,)), options) & valid
         return found != pred.negated
-    if isinstance(pred, ast.InRange):
+    if isinstance(pred, pattern.InRange):
         values, valid, kind = _expr(pred.expr, cols, n)
         low, high = pred.low.value, pred.high.value
         inside = np.zeros(n, dtype=bool)
         if kind is not None and _kind_of_scalar(low) == kind == _kind_of_scalar(high):
             inside = (values >= low) & (values <= high) & valid
         return inside != pred.negated
-    if isinstance(pred, ast.BoolLit):
+    if isinstance(pred, pattern.BoolLit):
         return np.full(n, pred.value, dtype=bool)
-    if isinstance(pred, ast.PNot):
+    if isinstance(pred, pattern.PNot):
         return ~_pred(pred.operand, cols, n)
-    if isinstance(pred, ast.PAnd):
+    if isinstance(pred, pattern.PAnd):
         return _pred(pred.left, cols, n) & _pred(pred.right, cols, n)
-    if isinstance(pred, ast.POr):
+    if isinstance(pred, pattern.POr):
         return _pred(pred.left, cols, n) | _pred(pred.right, cols, n)
     raise _Fallback  # LIKE: regular expressions have no vector form
 
 
-def compile_vector_predicate(pred: ast.Pred) -> VectorPredicate:
+def compile_vector_predicate(pred: pattern.Pred) -> VectorPredicate:
     """``(columns, n) -> bool array``; exact same truth values as the scalar predicate."""
     scalar = compile_predicate(pred)
 

@@ -13,15 +13,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NoReturn
 
-from shared.ceql import ast
-from shared.errors import CEQLError
+from cerfleet import pattern
+from cerfleet.errors import CEQLError
 
 __all__ = ["check"]
 
-_NUMERIC = {ast.AttrType.INT, ast.AttrType.DOUBLE, ast.AttrType.PRIMARY_TIME}
+_NUMERIC = {pattern.AttrType.INT, pattern.AttrType.DOUBLE, pattern.AttrType.PRIMARY_TIME}
 
 
-def check(query: ast.Query, source: str) -> None:
+def check(query: pattern.Pattern, source: str) -> None:
     """Raise ``CEQLError`` at the first semantic error, in clause order."""
     _Checker(query, source).run()
 
@@ -29,13 +29,13 @@ def check(query: ast.Query, source: str) -> None:
 # -------------------------------------------------------------- bindings
 
 
-def event_types(formula: ast.Formula) -> list[str]:
+def event_types(formula: pattern.Formula) -> list[str]:
     """The event type names occurring in ``formula``, in source order, once each."""
-    names = (node.name for node in _walk(formula) if isinstance(node, ast.EventType))
+    names = (node.name for node in _walk(formula) if isinstance(node, pattern.EventType))
     return list(dict.fromkeys(names))
 
 
-def bindings(formula: ast.Formula) -> dict[str, list[str]]:
+def bindings(formula: pattern.Formula) -> dict[str, list[str]]:
     """Each variable bound in ``formula`` (in source order) -> the event types it can bind.
 
     ``φ AS x`` binds x to the events of φ; an event type R is itself a variable
@@ -43,9 +43,9 @@ def bindings(formula: ast.Formula) -> dict[str, list[str]]:
     """
     bound: dict[str, list[str]] = {}
     for node in _walk(formula):
-        if isinstance(node, ast.EventType):
+        if isinstance(node, pattern.EventType):
             name, types = node.name, [node.name]
-        elif isinstance(node, ast.As):
+        elif isinstance(node, pattern.As):
             name, types = node.var, event_types(node.formula)
         else:
             continue
@@ -53,19 +53,21 @@ def bindings(formula: ast.Formula) -> dict[str, list[str]]:
     return bound
 
 
-def _walk(formula: ast.Formula) -> Iterator[ast.Formula]:
+def _walk(formula: pattern.Formula) -> Iterator[pattern.Formula]:
     """Every node of ``formula`` in source order (a node right after its operands)."""
     match formula:
-        case ast.As(formula=inner) | ast.Plus(formula=inner) | ast.Filter(formula=inner):
+        case (
+            pattern.As(formula=inner) | pattern.Plus(formula=inner) | pattern.Filter(formula=inner)
+        ):
             yield from _walk(inner)
-        case ast.Seq(left=left, right=right) | ast.Or(left=left, right=right):
+        case pattern.Seq(left=left, right=right) | pattern.Or(left=left, right=right):
             yield from _walk(left)
             yield from _walk(right)
     yield formula
 
 
-def _atoms(filter_: ast.FilterExpr) -> Iterator[ast.FilterAtom]:
-    if isinstance(filter_, ast.FilterAtom):
+def _atoms(filter_: pattern.FilterExpr) -> Iterator[pattern.FilterAtom]:
+    if isinstance(filter_, pattern.FilterAtom):
         yield filter_
     else:
         yield from _atoms(filter_.left)
@@ -83,10 +85,10 @@ def _listing(names: Iterable[str]) -> str:
 class _Schema:
     """The declarations of the streams in FROM, merged: event type -> attribute -> types."""
 
-    events: dict[str, dict[str, set[ast.AttrType]]] = field(default_factory=dict)
+    events: dict[str, dict[str, set[pattern.AttrType]]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, decls: Iterable[ast.StreamDecl]) -> _Schema:
+    def of(cls, decls: Iterable[pattern.StreamDecl]) -> _Schema:
         schema = cls()
         for decl in decls:
             for event in decl.events:
@@ -95,15 +97,15 @@ class _Schema:
                     attrs.setdefault(name, set()).add(type_)
         return schema
 
-    def attributes(self, events: Iterable[str]) -> dict[str, set[ast.AttrType]]:
-        merged: dict[str, set[ast.AttrType]] = {}
+    def attributes(self, events: Iterable[str]) -> dict[str, set[pattern.AttrType]]:
+        merged: dict[str, set[pattern.AttrType]] = {}
         for event in events:
             for name, types in self.events.get(event, {}).items():
                 merged.setdefault(name, set()).update(types)
         return merged
 
 
-def _kind_of_types(types: set[ast.AttrType]) -> str | None:
+def _kind_of_types(types: set[pattern.AttrType]) -> str | None:
     kinds = {"number" if t in _NUMERIC else t.value for t in types}
     return kinds.pop() if len(kinds) == 1 else None
 
@@ -112,7 +114,7 @@ def _kind_of_types(types: set[ast.AttrType]) -> str | None:
 
 
 class _Checker:
-    def __init__(self, query: ast.Query, source: str) -> None:
+    def __init__(self, query: pattern.Pattern, source: str) -> None:
         self.query = query
         self.source = source
         self.schema: _Schema | None = None
@@ -128,7 +130,7 @@ class _Checker:
         if q.limit is not None and q.limit <= 0:
             self.fail("LIMIT must be positive", q.limit_span, "a whole number of at least 1")
 
-    def fail(self, message: str, span: ast.Span | None, expected: str | None) -> NoReturn:
+    def fail(self, message: str, span: pattern.Span | None, expected: str | None) -> NoReturn:
         line, column, length = 1, 1, 1
         if span is not None:
             line, column = span.line, span.column
@@ -177,13 +179,13 @@ class _Checker:
         if self.schema is not None:
             known = self.schema.events
             for node in _walk(where):
-                if isinstance(node, ast.EventType) and node.name not in known:
+                if isinstance(node, pattern.EventType) and node.name not in known:
                     self.fail(
                         f"unknown event type '{node.name}'",
                         node.span,
                         f"an event type of {_listing(self.query.streams)}: {_listing(known)}",
                     )
-        for filtered in (node for node in _walk(where) if isinstance(node, ast.Filter)):
+        for filtered in (node for node in _walk(where) if isinstance(node, pattern.Filter)):
             bound = bindings(filtered.formula)
             for atom in _atoms(filtered.filter):
                 if atom.var not in bound:
@@ -206,9 +208,9 @@ class _Checker:
             return
         if window.amount <= 0:
             self.fail("WITHIN needs a positive amount", window.span, "a number above 0")
-        if window.kind is ast.WindowKind.EVENTS and not float(window.amount).is_integer():
+        if window.kind is pattern.WindowKind.EVENTS and not float(window.amount).is_integer():
             self.fail("WITHIN ... EVENTS counts events", window.span, "a whole number of events")
-        if window.kind is ast.WindowKind.ATTRIBUTE and window.attr is not None:
+        if window.kind is pattern.WindowKind.ATTRIBUTE and window.attr is not None:
             types = self._known_attribute(window.attr, window.span, "WITHIN")
             if types and not types & _NUMERIC:
                 self.fail(
@@ -217,7 +219,9 @@ class _Checker:
                     "an int, double or primary_time attribute",
                 )
 
-    def _known_attribute(self, attr: str, span: ast.Span | None, clause: str) -> set[ast.AttrType]:
+    def _known_attribute(
+        self, attr: str, span: pattern.Span | None, clause: str
+    ) -> set[pattern.AttrType]:
         """The declared types of ``attr`` over all event types (fails if it has none)."""
         if self.schema is None:
             return set()
@@ -241,14 +245,14 @@ class _PredicateChecker:
         schema = checker.schema
         self.attrs = schema.attributes(events) if schema is not None else None
 
-    def pred(self, pred: ast.Pred) -> None:
+    def pred(self, pred: pattern.Pred) -> None:
         match pred:
-            case ast.PAnd(left=left, right=right) | ast.POr(left=left, right=right):
+            case pattern.PAnd(left=left, right=right) | pattern.POr(left=left, right=right):
                 self.pred(left)
                 self.pred(right)
-            case ast.PNot(operand=operand):
+            case pattern.PNot(operand=operand):
                 self.pred(operand)
-            case ast.Compare(op=op, left=left, right=right):
+            case pattern.Compare(op=op, left=left, right=right):
                 left_kind, right_kind = self.kind(left), self.kind(right)
                 if left_kind and right_kind and left_kind != right_kind:
                     self.checker.fail(
@@ -256,19 +260,19 @@ class _PredicateChecker:
                         right.span,
                         f"a {left_kind} on the right of '{op}'",
                     )
-            case ast.InList(expr=expr, values=values):
+            case pattern.InList(expr=expr, values=values):
                 # Without a known kind for expr, the first value sets it for the rest.
                 kind = self.kind(expr) or (self.kind(values[0]) if values else None)
                 for value in values:
                     self._same_kind(kind, value, "in the IN list")
-            case ast.InRange(expr=expr, low=low, high=high):
+            case pattern.InRange(expr=expr, low=low, high=high):
                 self._same_kind("number", expr, "before IN RANGE")
                 for bound in (low, high):
                     self._same_kind("number", bound, "as a RANGE bound")
-            case ast.Like(expr=expr, pattern=pattern, span=span):
+            case pattern.Like(expr=expr, pattern=regex, span=span):
                 self._same_kind("string", expr, "before LIKE")
                 try:
-                    re.compile(pattern)
+                    re.compile(regex)
                 except re.error as exc:
                     self.checker.fail(
                         f"invalid regular expression after LIKE: {exc}",
@@ -276,16 +280,16 @@ class _PredicateChecker:
                         "a regular expression that Python's re module accepts",
                     )
 
-    def kind(self, expr: ast.Expr) -> str | None:
+    def kind(self, expr: pattern.Expr) -> str | None:
         """The kind of ``expr`` (number, string, boolean) if known statically; checks it too."""
         match expr:
-            case ast.Const(value=bool()):
+            case pattern.Const(value=bool()):
                 return "boolean"
-            case ast.Const(value=str()):
+            case pattern.Const(value=str()):
                 return "string"
-            case ast.Const():
+            case pattern.Const():
                 return "number"
-            case ast.Attr(name=name, span=span):
+            case pattern.Attr(name=name, span=span):
                 if self.attrs is None:
                     return None
                 if name not in self.attrs:
@@ -295,14 +299,14 @@ class _PredicateChecker:
                         f"an attribute of {_listing(self.events)}: {_listing(sorted(self.attrs))}",
                     )
                 return _kind_of_types(self.attrs[name])
-            case ast.Neg(operand=operand):
+            case pattern.Neg(operand=operand):
                 self._same_kind("number", operand, "after '-'")
-            case ast.Arith(op=op, left=left, right=right):
+            case pattern.Arith(op=op, left=left, right=right):
                 self._same_kind("number", left, f"before '{op}'")
                 self._same_kind("number", right, f"after '{op}'")
         return "number"
 
-    def _same_kind(self, want: str | None, expr: ast.Expr, where: str) -> None:
+    def _same_kind(self, want: str | None, expr: pattern.Expr, where: str) -> None:
         got = self.kind(expr)
         if want is not None and got is not None and got != want:
             self.checker.fail(f"a {got} cannot stand {where}", expr.span, f"a {want}")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from shared.ceql import ast
+from cerfleet import pattern
 
 __all__ = ["format_filter", "format_formula", "format_predicate", "format_value", "to_ceql"]
 
@@ -32,7 +32,7 @@ def format_string(value: str) -> str:
     return "'" + "".join(_STRING_ESCAPES.get(ch, ch) for ch in value) + "'"
 
 
-def format_value(value: ast.Scalar) -> str:
+def format_value(value: pattern.Scalar) -> str:
     """A literal as CEQL text: TRUE/FALSE, integers, floats via ``repr``, quoted strings."""
     # bool first: it is a subclass of int.
     if isinstance(value, bool):
@@ -55,22 +55,22 @@ _ARITH_LEVEL = {"+": 1, "-": 1, "*": 2, "/": 2, "%": 2}
 _FACTOR = 3  # attributes, literals, unary minus and parenthesised expressions
 
 
-def _expr_level(expr: ast.Expr) -> int:
-    return _ARITH_LEVEL[expr.op] if isinstance(expr, ast.Arith) else _FACTOR
+def _expr_level(expr: pattern.Expr) -> int:
+    return _ARITH_LEVEL[expr.op] if isinstance(expr, pattern.Arith) else _FACTOR
 
 
-def format_expr(expr: ast.Expr) -> str:
+def format_expr(expr: pattern.Expr) -> str:
     """An arithmetic expression."""
-    if isinstance(expr, ast.Attr):
+    if isinstance(expr, pattern.Attr):
         return expr.name
-    if isinstance(expr, ast.Const):
+    if isinstance(expr, pattern.Const):
         return format_value(expr.value)
-    if isinstance(expr, ast.Neg):
+    if isinstance(expr, pattern.Neg):
         # Only an attribute stays bare: `--x` would start a comment, and `-1`
         # would read as a negative literal (the parser folds `-` into numbers).
         inner = format_expr(expr.operand)
-        return f"-{inner}" if isinstance(expr.operand, ast.Attr) else f"-({inner})"
-    if isinstance(expr, ast.Arith):
+        return f"-{inner}" if isinstance(expr.operand, pattern.Attr) else f"-({inner})"
+    if isinstance(expr, pattern.Arith):
         level = _ARITH_LEVEL[expr.op]
         left = _expr_operand(expr.left, level)
         right = _expr_operand(expr.right, level + 1)
@@ -78,40 +78,40 @@ def format_expr(expr: ast.Expr) -> str:
     raise TypeError(f"not an expression: {expr!r}")
 
 
-def _expr_operand(expr: ast.Expr, min_level: int) -> str:
+def _expr_operand(expr: pattern.Expr, min_level: int) -> str:
     text = format_expr(expr)
     # A leading minus is parenthesised so `x - -y` cannot lex as a `--` comment.
-    if _expr_level(expr) < min_level or isinstance(expr, ast.Neg) or _is_negative_number(expr):
+    if _expr_level(expr) < min_level or isinstance(expr, pattern.Neg) or _is_negative_number(expr):
         return f"({text})"
     return text
 
 
-def _is_negative_number(expr: ast.Expr) -> bool:
-    value = expr.value if isinstance(expr, ast.Const) else None
+def _is_negative_number(expr: pattern.Expr) -> bool:
+    value = expr.value if isinstance(expr, pattern.Const) else None
     return isinstance(value, int | float) and not isinstance(value, bool) and value < 0
 
 
 # ------------------------------------------------------------------- predicates
 
 
-def format_predicate(pred: ast.Pred) -> str:
+def format_predicate(pred: pattern.Pred) -> str:
     """A unary predicate (the ``P`` in ``x[P]``)."""
-    if isinstance(pred, ast.BoolLit):
+    if isinstance(pred, pattern.BoolLit):
         return "TRUE" if pred.value else "FALSE"
-    if isinstance(pred, ast.Compare):
+    if isinstance(pred, pattern.Compare):
         return f"{format_expr(pred.left)} {pred.op} {format_expr(pred.right)}"
-    if isinstance(pred, ast.InList):
+    if isinstance(pred, pattern.InList):
         values = ", ".join(format_value(c.value) for c in pred.values)
         return f"{format_expr(pred.expr)} {_not(pred.negated)}IN ({values})"
-    if isinstance(pred, ast.InRange):
+    if isinstance(pred, pattern.InRange):
         low, high = format_value(pred.low.value), format_value(pred.high.value)
         return f"{format_expr(pred.expr)} {_not(pred.negated)}IN RANGE({low}, {high})"
-    if isinstance(pred, ast.Like):
-        pattern = format_string(pred.pattern)
-        return f"{format_expr(pred.expr)} {_not(pred.negated)}LIKE {pattern}"
-    if isinstance(pred, ast.PNot):
+    if isinstance(pred, pattern.Like):
+        quoted = format_string(pred.pattern)
+        return f"{format_expr(pred.expr)} {_not(pred.negated)}LIKE {quoted}"
+    if isinstance(pred, pattern.PNot):
         return f"NOT ({format_predicate(pred.operand)})"
-    if isinstance(pred, ast.PAnd | ast.POr):
+    if isinstance(pred, pattern.PAnd | pattern.POr):
         return _connective(pred, format_predicate(pred.left), format_predicate(pred.right))
     raise TypeError(f"not a predicate: {pred!r}")
 
@@ -123,23 +123,23 @@ def _not(negated: bool) -> str:
 # ---------------------------------------------------------------------- filters
 
 
-def format_filter(filt: ast.FilterExpr) -> str:
+def format_filter(filt: pattern.FilterExpr) -> str:
     """A filter: ``x[P]`` atoms combined with AND / OR."""
-    if isinstance(filt, ast.FilterAtom):
+    if isinstance(filt, pattern.FilterAtom):
         return f"{filt.var}[{format_predicate(filt.pred)}]"
-    if isinstance(filt, ast.FilterAnd | ast.FilterOr):
+    if isinstance(filt, pattern.FilterAnd | pattern.FilterOr):
         return _connective(filt, format_filter(filt.left), format_filter(filt.right))
     raise TypeError(f"not a filter: {filt!r}")
 
 
 # AND / OR in predicates and in filters: OR binds loosest, then AND, then atoms.
-_Connective = ast.PAnd | ast.POr | ast.FilterAnd | ast.FilterOr
+_Connective = pattern.PAnd | pattern.POr | pattern.FilterAnd | pattern.FilterOr
 
 
-def _bool_level(node: ast.Pred | ast.FilterExpr) -> int:
-    if isinstance(node, ast.POr | ast.FilterOr):
+def _bool_level(node: pattern.Pred | pattern.FilterExpr) -> int:
+    if isinstance(node, pattern.POr | pattern.FilterOr):
         return 1
-    if isinstance(node, ast.PAnd | ast.FilterAnd):
+    if isinstance(node, pattern.PAnd | pattern.FilterAnd):
         return 2
     return 3
 
@@ -150,7 +150,7 @@ def _connective(node: _Connective, left: str, right: str) -> str:
         left = f"({left})"
     if _bool_level(node.right) <= level:  # left-associative
         right = f"({right})"
-    word = "AND" if isinstance(node, ast.PAnd | ast.FilterAnd) else "OR"
+    word = "AND" if isinstance(node, pattern.PAnd | pattern.FilterAnd) else "OR"
     return f"{left} {word} {right}"
 
 
@@ -160,33 +160,33 @@ def _connective(node: _Connective, left: str, right: str) -> str:
 _ATOM, _POSTFIX, _SEQ, _OR, _FILTER = 4, 3, 2, 1, 0
 
 
-def _level(formula: ast.Formula) -> int:
-    if isinstance(formula, ast.EventType):
+def _level(formula: pattern.Formula) -> int:
+    if isinstance(formula, pattern.EventType):
         return _ATOM
-    if isinstance(formula, ast.As | ast.Plus):
+    if isinstance(formula, pattern.As | pattern.Plus):
         return _POSTFIX
-    if isinstance(formula, ast.Seq):
+    if isinstance(formula, pattern.Seq):
         return _SEQ
-    if isinstance(formula, ast.Or):
+    if isinstance(formula, pattern.Or):
         return _OR
     return _FILTER
 
 
-def format_formula(formula: ast.Formula) -> str:
+def format_formula(formula: pattern.Formula) -> str:
     """A CEL formula with the parentheses its structure needs."""
-    if isinstance(formula, ast.EventType):
+    if isinstance(formula, pattern.EventType):
         return formula.name
-    if isinstance(formula, ast.As):
+    if isinstance(formula, pattern.As):
         # Postfix operands stay bare only when atomic, so `A+ AS x` vs `A AS x+`
         # chains never come up.
         return f"{_operand(formula.formula, _ATOM)} AS {formula.var}"
-    if isinstance(formula, ast.Plus):
+    if isinstance(formula, pattern.Plus):
         return f"{_operand(formula.formula, _ATOM)}+"
-    if isinstance(formula, ast.Seq):
+    if isinstance(formula, pattern.Seq):
         return f"{_operand(formula.left, _SEQ)} ; {_operand(formula.right, _POSTFIX)}"
-    if isinstance(formula, ast.Or):
+    if isinstance(formula, pattern.Or):
         return f"{_operand(formula.left, _OR)} OR {_operand(formula.right, _SEQ)}"
-    if isinstance(formula, ast.Filter):
+    if isinstance(formula, pattern.Filter):
         # FILTER takes everything on its left. The grammar would also read a
         # filtered formula as the left operand of `;`, OR or another FILTER
         # (`A FILTER θ ; B`), but parentheses make that plain to the reader.
@@ -194,7 +194,7 @@ def format_formula(formula: ast.Formula) -> str:
     raise TypeError(f"not a formula: {formula!r}")
 
 
-def _operand(formula: ast.Formula, min_level: int) -> str:
+def _operand(formula: pattern.Formula, min_level: int) -> str:
     text = format_formula(formula)
     return text if _level(formula) >= min_level else f"({text})"
 
@@ -208,12 +208,12 @@ def _format_number(value: int | float) -> str:
     return format_value(value)
 
 
-def _format_window(window: ast.Window) -> str:
+def _format_window(window: pattern.Window) -> str:
     amount = _format_number(window.amount)
-    if window.kind is ast.WindowKind.EVENTS:
+    if window.kind is pattern.WindowKind.EVENTS:
         return f"WITHIN {amount} EVENTS"
-    if window.kind is ast.WindowKind.TIME:
-        if window.unit not in ast.TIME_UNITS_MS:
+    if window.kind is pattern.WindowKind.TIME:
+        if window.unit not in pattern.TIME_UNITS_MS:
             raise ValueError(f"unknown time unit {window.unit!r}")
         return f"WITHIN {amount} {window.unit}"
     if window.attr is None:
@@ -221,7 +221,7 @@ def _format_window(window: ast.Window) -> str:
     return f"WITHIN {amount} [{window.attr}]"
 
 
-def _format_declaration(decl: ast.StreamDecl) -> str:
+def _format_declaration(decl: pattern.StreamDecl) -> str:
     events = ", ".join(
         "EVENT {} {{ {} }}".format(
             event.name, ", ".join(f"{name}: {kind.value}" for name, kind in event.attributes)
@@ -231,12 +231,12 @@ def _format_declaration(decl: ast.StreamDecl) -> str:
     return f"DECLARE STREAM {decl.name} {{ {events} }}"
 
 
-def to_ceql(query: ast.Query) -> str:
+def to_ceql(query: pattern.Pattern) -> str:
     """The query as CEQL text, one clause per line."""
     lines = [_format_declaration(decl) for decl in query.declarations]
 
     select = "SELECT "
-    if query.strategy is not ast.Strategy.ALL:
+    if query.strategy is not pattern.Strategy.ALL:
         select += query.strategy.value + " "
     if query.select is None:
         select += "*"
@@ -253,7 +253,7 @@ def to_ceql(query: ast.Query) -> str:
         lines.append("PARTITION BY [" + ", ".join(query.partition_by) + "]")
     if query.within is not None:
         lines.append(_format_window(query.within))
-    if query.consume is not ast.Consume.NONE:
+    if query.consume is not pattern.Consume.NONE:
         lines.append(f"CONSUME BY {query.consume.value}")
     if query.limit is not None:
         lines.append(f"LIMIT {query.limit}")

@@ -1,5 +1,5 @@
-"""``python -m shared.cli``: the same as the ``cerfleet`` console script."""
+"""``python -m cerfleet.cli``: the same as the ``cerfleet`` console script."""
 
-from shared.cli.main import main
+from cerfleet.cli.main import main
 
 raise SystemExit(main())

@@ -3,8 +3,8 @@
 Each subcommand lives in its own module exposing ``register(subparsers) -> None``,
 which adds a parser and sets ``handler=<callable(args) -> int>`` as its default.
 Modules are imported when the parser is built, not at import time, and a
-module whose package is not installed (``workers``, ``coordinator`` in a
-slim install) is skipped, so those packages plug in without this file
+module whose package is not installed (``cerfleet.workers``,
+``cerfleet.coordinator`` in a slim install) is skipped, so those packages plug in without this file
 depending on them. Registration modules should stay light: import heavy
 dependencies (Kafka clients, the engine) inside the handler.
 """
@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from shared.errors import CerfleetError
+from cerfleet.errors import CerfleetError
 
 __all__ = ["COMMAND_MODULES", "build_parser", "main"]
 
@@ -26,10 +26,11 @@ PROG = "cerfleet"
 
 # Order is the order in ``cerfleet --help``.
 COMMAND_MODULES: tuple[str, ...] = (
-    "shared.cli.run",
-    "workers.cli",
-    "coordinator.cli",
-    "workers.backfill.cli",
+    "cerfleet.cli.run",
+    "cerfleet.workers.cli",
+    "cerfleet.coordinator.cli",
+    "cerfleet.fleet.cli",
+    "cerfleet.workers.backfill.cli",
 )
 
 

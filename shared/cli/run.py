@@ -14,11 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from shared.errors import CEQLError
-from shared.events.reader import FORMATS, EventReader, MalformedEvent
+from cerfleet.errors import CEQLError
+from cerfleet.events.reader import FORMATS, EventReader, MalformedEvent
 
 if TYPE_CHECKING:
-    from shared.complex_event import ComplexEvent
+    from cerfleet.complex_event import ComplexEvent
 
 __all__ = ["register", "run"]
 
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``cerfleet run``; returns the exit code."""
     # Imported here so ``cerfleet --help``/``--version`` work without loading
     # the compiler (and its grammar).
-    from shared.query import compile_query
+    from cerfleet.query import compile_query
 
     query_path: str = args.query
     try:

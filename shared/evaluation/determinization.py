@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from shared.cea.automaton import CEA
-from shared.cea.predicates import Predicate
+from cerfleet.cea.automaton import CEA
+from cerfleet.cea.predicates import Predicate
 
 NONE = -1  # no successor
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from shared.evaluation.tecs import BOTTOM, OUTPUT, Node
+from cerfleet.evaluation.tecs import BOTTOM, OUTPUT, Node
 
 Marked = tuple[int, Mapping[str, Any], "Marked"] | None
 OpenComplexEvent = tuple[int, tuple[int, ...], tuple[Mapping[str, Any], ...]]

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from shared.evaluation.batch import Relevance
-from shared.evaluation.determinization import NONE, DetCEA
-from shared.evaluation.substream import NodeOf, NodeRef, SubstreamEvaluator, nodes_of
-from shared.evaluation.tecs import Node, UnionList, extend, insert, merge, new_bottom, prune
+from cerfleet.evaluation.determinization import NONE, DetCEA
+from cerfleet.evaluation.relevance import Relevance
+from cerfleet.evaluation.substream import NodeOf, NodeRef, SubstreamEvaluator, nodes_of
+from cerfleet.evaluation.tecs import Node, UnionList, extend, insert, merge, new_bottom, prune
 
 
 class Evaluator(SubstreamEvaluator):

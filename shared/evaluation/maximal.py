@@ -24,10 +24,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from shared.evaluation.batch import Relevance
-from shared.evaluation.determinization import NONE, DetCEA
-from shared.evaluation.substream import NodeOf, NodeRef, SubstreamEvaluator, nodes_of
-from shared.evaluation.tecs import Node, UnionList, combine, extend, merge, new_bottom, prune
+from cerfleet.evaluation.determinization import NONE, DetCEA
+from cerfleet.evaluation.relevance import Relevance
+from cerfleet.evaluation.substream import NodeOf, NodeRef, SubstreamEvaluator, nodes_of
+from cerfleet.evaluation.tecs import Node, UnionList, combine, extend, merge, new_bottom, prune
 
 PRE_START = -1  # S⁻ inside T: a CEA state id that no real state uses
 PSEUDO = -1  # P of the not-yet-started runs
@@ -161,7 +161,25 @@ class MaxEvaluator(SubstreamEvaluator):
         self.pseudo = self.max_cea.pseudo
 
     def relevant(self, rel: Relevance) -> frozenset[int]:
-        return rel.of_classes(self.max_cea, (self.pseudo, *self.active))
+        held = (self.pseudo, *self.active)
+        found = rel.held.get(held)
+        if found is None:
+            found = rel.held[held] = frozenset().union(*(self._class_letters(rel, c) for c in held))
+        return found
+
+    def _class_letters(self, rel: Relevance, c: int) -> frozenset[int]:
+        """The batch's letters that would change class ``c`` (accepting: all of them)."""
+        found = rel.of_max_class.get(c)
+        if found is None:
+            max_cea = self.max_cea
+            if max_cea.accepting[c]:
+                found = rel.of_max_class[c] = frozenset(rel.letters)
+                return found
+            step = max_cea.step
+            found = rel.of_max_class[c] = frozenset(
+                v for v in rel.letters if step(c, v) != (NONE, c, NONE)
+            )
+        return found
 
     @property
     def idle(self) -> bool:

@@ -38,26 +38,21 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from shared.cea.vector_predicates import RowView
-from shared.ceql.ast import Consume
-from shared.complex_event import ComplexEvent, KeyValue
-from shared.evaluation.batch import (
-    NextRelevant,
-    Relevance,
-    clock_column,
-    column_length,
-    partition_groups,
-)
-from shared.evaluation.enumeration import enumerate_node
-from shared.evaluation.substream import SubstreamEvaluator
-from shared.evaluation.tecs import Node
-
-if TYPE_CHECKING:
-    from shared.query import CompiledQuery
+from cerfleet.cea.vector_predicates import RowView
+from cerfleet.complex_event import ComplexEvent, KeyValue
+from cerfleet.evaluation.enumeration import enumerate_node
+from cerfleet.evaluation.partitioning import column_length, partition_groups
+from cerfleet.evaluation.relevance import NextRelevant, Relevance
+from cerfleet.evaluation.snapshot import dump
+from cerfleet.evaluation.substream import SubstreamEvaluator
+from cerfleet.evaluation.tecs import Node
+from cerfleet.evaluation.window import clock_column
+from cerfleet.pattern import Consume
+from cerfleet.plan import QueryPlan
 
 Key = tuple[KeyValue, ...]
 Row = Callable[[int], Mapping[str, Any]]
@@ -68,7 +63,7 @@ _EXACT = 2**53  # integers up to this size are exact as floats
 class QueryEvaluator:
     """Feeds events one at a time (or in batches) and returns the complex events they end."""
 
-    def __init__(self, query: CompiledQuery) -> None:
+    def __init__(self, query: QueryPlan) -> None:
         self.query = query
         self.position = 0  # global position of the next event
         self.substreams: dict[Key, SubstreamEvaluator] = {}
@@ -138,7 +133,7 @@ class QueryEvaluator:
         column included; NaN marks a missing number). Same output as ``process`` on each
         row in order, but events that change nothing are skipped in bulk (see ``batch``).
 
-        ``events``: the original event of each row (``shared.events.columns.columns_of``
+        ``events``: the original event of each row (``cerfleet.events.columns.columns_of``
         builds columns for them); complex events then hold these very objects instead of
         rows rebuilt from the columns. ``positions``: labels of the rows, as for
         ``process_batch``. Both must have the columns' length (``ValueError``)."""
@@ -239,11 +234,11 @@ class QueryEvaluator:
         integer beyond 2**53): the batch must then go row by row."""
         query = self.query
         clock = query.clock
-        window = query.ast.within
+        window = query.pattern.within
         assert clock is not None and window is not None
         col = columns.get(window.attr if window.attr is not None else query.time_field)
         if events is None or col is None or col.dtype.kind in "iuf":
-            return clock_column(query, columns, n)
+            return clock_column(window, query.time_field, clock, columns, n)
         values = [clock(event) for event in events]
         for v in values:
             if v is not None and (v != v or (isinstance(v, int) and abs(v) > _EXACT)):
@@ -361,6 +356,4 @@ class QueryEvaluator:
 
     def snapshot(self) -> bytes:
         """The evaluator's whole state as bytes; ``CompiledQuery.restore`` reverses it."""
-        from shared.evaluation.snapshot import dump
-
         return dump(self)

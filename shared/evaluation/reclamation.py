@@ -12,7 +12,7 @@ reaches anything outside it, so CPython frees expired nodes: memory stays flat.
 
 from __future__ import annotations
 
-from shared.evaluation.tecs import DEAD, UNION, Node
+from cerfleet.evaluation.tecs import DEAD, UNION, Node
 
 _MIN_SWEEP = 4096  # union nodes queued before the first sweep: keeps sweeps rare on small windows
 

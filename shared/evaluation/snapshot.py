@@ -1,5 +1,5 @@
-"""Snapshot and restore a ``QueryEvaluator``: union-lists, the tECS nodes reachable from
-them, positions and window clocks, as bytes.
+"""Snapshot and restore a stream evaluator (``QueryEvaluator``): union-lists, the tECS
+nodes reachable from them, positions and window clocks, as bytes.
 
 The format is zlib-compressed JSON (never pickle: checkpoints travel through
 Kafka topics and must not execute code when read). Deterministic states are
@@ -18,14 +18,34 @@ import json
 import math
 import zlib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from shared.errors import SnapshotError
-from shared.evaluation.query_evaluator import QueryEvaluator
-from shared.evaluation.tecs import DEAD, Node
+from cerfleet.errors import SnapshotError
+from cerfleet.evaluation.substream import SubstreamEvaluator
+from cerfleet.evaluation.tecs import DEAD, Node
 
-if TYPE_CHECKING:
-    from shared.query import CompiledQuery
+
+class _Query(Protocol):
+    @property
+    def fingerprint(self) -> str: ...
+
+    def substream_evaluator(self) -> SubstreamEvaluator: ...
+
+
+class EvaluatorState(Protocol):
+    """What a snapshot holds of a stream evaluator (the one below it in the pipeline
+    it restores into is created by the caller)."""
+
+    position: int
+    epoch: int
+    late: int
+    unpartitioned: int
+    substreams: dict[tuple[Any, ...], SubstreamEvaluator]
+    epochs: dict[tuple[Any, ...], int]
+
+    @property
+    def query(self) -> _Query: ...
+
 
 FORMAT = 1
 _NONE = -1
@@ -91,11 +111,11 @@ class _Writer:
         return eid
 
 
-def dump(ev: QueryEvaluator) -> bytes:
+def dump(ev: EvaluatorState) -> bytes:
     return dump_counted(ev)[0]
 
 
-def dump_counted(ev: QueryEvaluator) -> tuple[bytes, int]:
+def dump_counted(ev: EvaluatorState) -> tuple[bytes, int]:
     """The snapshot and the number of tECS nodes it holds (those reachable from the
     union-lists: the live part of the data structure)."""
     writer = _Writer()
@@ -125,7 +145,9 @@ def dump_counted(ev: QueryEvaluator) -> tuple[bytes, int]:
     return data, len(writer.rows)
 
 
-def load(query: CompiledQuery, data: bytes) -> QueryEvaluator:
+def load_into(ev: EvaluatorState, data: bytes) -> None:
+    """Restore ``data`` into ``ev``, a fresh evaluator of the query it was taken from."""
+    query = ev.query
     try:
         doc = json.loads(zlib.decompress(data))
     except (zlib.error, ValueError) as exc:
@@ -148,7 +170,6 @@ def load(query: CompiledQuery, data: bytes) -> QueryEvaluator:
                 None if event == _NONE else events[event],
             )
         )
-    ev = QueryEvaluator(query)
     ev.position = doc["position"]
     ev.epoch = doc["epoch"]
     ev.late = doc["late"]
@@ -163,7 +184,6 @@ def load(query: CompiledQuery, data: bytes) -> QueryEvaluator:
         key = tuple(s["key"])
         ev.substreams[key] = sub
         ev.epochs[key] = s["epoch"]
-    return ev
 
 
 def _child(nodes: list[Node], ref: int) -> Node | None:

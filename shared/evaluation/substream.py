@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from shared.evaluation.batch import Relevance
-from shared.evaluation.determinization import DetCEA
-from shared.evaluation.reclamation import Reclaimer, unions_under
-from shared.evaluation.tecs import Node, UnionList
+from cerfleet.evaluation.determinization import DetCEA
+from cerfleet.evaluation.reclamation import Reclaimer, unions_under
+from cerfleet.evaluation.relevance import Relevance
+from cerfleet.evaluation.tecs import Node, UnionList
 
 NodeRef = Callable[[Node], int]
 NodeOf = Callable[[int], Node]

@@ -13,8 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from shared.ceql import ast
-from shared.events.timestamps import parse_timestamp
+import numpy as np
+
+from cerfleet import pattern
+from cerfleet.cea.vector_predicates import Columns, RowView
+from cerfleet.events.timestamps import parse_timestamp
 
 ClockFn = Callable[[Mapping[str, Any]], float | None]
 
@@ -36,15 +39,30 @@ def _timestamp(field: str) -> ClockFn:
     return clock
 
 
-def clock_of(window: ast.Window | None, time_field: str) -> ClockFn | None:
+def clock_of(window: pattern.Window | None, time_field: str) -> ClockFn | None:
     """The clock function of a window; None when the clock is the substream position."""
-    if window is None or window.kind is ast.WindowKind.EVENTS:
+    if window is None or window.kind is pattern.WindowKind.EVENTS:
         return None
-    if window.kind is ast.WindowKind.TIME:
+    if window.kind is pattern.WindowKind.TIME:
         return _timestamp(time_field)
     assert window.attr is not None
     return _numeric_attribute(window.attr)
 
 
-def epsilon_of(window: ast.Window | None) -> float:
+def epsilon_of(window: pattern.Window | None) -> float:
     return float("inf") if window is None else float(window.epsilon)
+
+
+def clock_column(
+    window: pattern.Window, time_field: str, clock: ClockFn, cols: Columns, n: int
+) -> np.ndarray:
+    """The window clock of every event of a columnar batch as floats, NaN where an event
+    has none (``clock`` is ``clock_of(window, time_field)``)."""
+    name = window.attr if window.attr is not None else time_field
+    col = cols.get(name)
+    if col is None:
+        return np.full(n, np.nan)
+    if col.dtype.kind in "iuf":
+        return col.astype(np.float64)
+    rows = RowView(cols)
+    return np.array([np.nan if (v := clock(rows.at(i))) is None else v for i in range(n)], float)

@@ -5,7 +5,7 @@ query reads. Exactness comes first: evaluated from these columns, a batch gives
 exactly the complex events its events give one at a time (pass the events as
 ``process_columns(..., events=events)`` so complex events hold them, unchanged).
 Speed comes second: the common shapes become arrays the vector passes read
-(``shared.cea.vector_predicates``); anything else becomes an object array of the
+(``cerfleet.cea.vector_predicates``); anything else becomes an object array of the
 events' own values, which the evaluator reads through the original events.
 
 Per attribute, from the Python values (missing and None alike are *missing*;
@@ -35,7 +35,7 @@ only exact ``bool``, ``int``, ``float`` and ``str`` count, subclasses do not):
 The type column follows the same rules: ``BatchLetters.letters`` compares it
 with ``==`` per type name, which a ``U`` array, an all-NaN one (no type) and an
 object array all answer exactly. Clock columns too: numbers are read as they
-are, ISO-8601 strings are parsed per row (``shared.events.timestamps``).
+are, ISO-8601 strings are parsed per row (``cerfleet.events.timestamps``).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from shared.events.records import Malformed, MalformedEvent, Parsed, type_problem
+from cerfleet.events.records import Malformed, MalformedEvent, Parsed, type_problem
 
 __all__ = ["convert_value", "parse_csv"]
 

@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from shared.events.records import Malformed, Parsed, json_kind, type_problem
+from cerfleet.events.records import Malformed, Parsed, json_kind, type_problem
 
 __all__ = ["parse_jsonl"]
 

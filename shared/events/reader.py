@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
 from typing import IO, Any, Literal
 
-from shared.events.csv_reader import parse_csv
-from shared.events.jsonl import parse_jsonl
-from shared.events.records import Malformed, MalformedEvent
+from cerfleet.events.csv_reader import parse_csv
+from cerfleet.events.jsonl import parse_jsonl
+from cerfleet.events.records import Malformed, MalformedEvent
 
 __all__ = [
     "FORMATS",

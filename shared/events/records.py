@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from shared.errors import EventError
+from cerfleet.errors import EventError
 
 __all__ = ["Malformed", "MalformedEvent", "Parsed", "json_kind", "type_problem"]
 

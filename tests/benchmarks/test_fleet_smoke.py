@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks import fleet
 from benchmarks.datasets import stock, to_dicts
-from shared.query import compile_query
+from cerfleet.query import compile_query
 
 
 @pytest.mark.parametrize("name", list(fleet.QUERIES))

@@ -12,7 +12,7 @@ import pytest
 
 from benchmarks import datasets, queries, report
 from benchmarks.measure import Result, Spec, run, run_in_subprocess
-from shared import compile_query
+from cerfleet import compile_query
 
 COLUMNS = {
     "stock": {"type", "name", "volume", "price", "stock_time"},

@@ -23,10 +23,10 @@ from typing import Any
 import yaml
 from prometheus_client import CollectorRegistry
 
-from coordinator.router import RouterMetrics
-from coordinator.settings import CoordinatorSettings, FleetSettings, WorkerSettings
-from shared.cli.main import build_parser
-from workers.metrics import WorkerMetrics
+from cerfleet.cli.main import build_parser
+from cerfleet.coordinator.router import RouterMetrics
+from cerfleet.fleet.settings import CoordinatorSettings, FleetSettings, WorkerSettings
+from cerfleet.workers.metrics import WorkerMetrics
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO / "Dockerfile"

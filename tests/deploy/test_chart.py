@@ -11,8 +11,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from coordinator.registry import NAME_PATTERN, QuerySpec
-from coordinator.settings import CoordinatorSettings, FleetSettings, WorkerSettings
+from cerfleet.fleet.registry import NAME_PATTERN, QuerySpec
+from cerfleet.fleet.settings import CoordinatorSettings, FleetSettings, WorkerSettings
 from tests.deploy.artefacts import (
     CHART,
     CI_VALUES,

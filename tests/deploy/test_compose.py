@@ -10,8 +10,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from coordinator.registry import QuerySpec
-from coordinator.settings import FleetSettings
+from cerfleet.fleet.registry import QuerySpec
+from cerfleet.fleet.settings import FleetSettings
 from tests.deploy.artefacts import (
     COMPOSE,
     DASHBOARD,

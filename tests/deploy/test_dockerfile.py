@@ -10,7 +10,7 @@ import tomllib
 
 import pytest
 
-from shared.cli.main import main
+from cerfleet.cli.main import main
 from tests.deploy.artefacts import (
     DOCKERIGNORE,
     REPO,
@@ -127,8 +127,8 @@ def test_the_exposed_port_is_the_metrics_port_compose_configures() -> None:
 
 def test_the_builder_copies_every_package_pyproject_installs() -> None:
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
-    patterns = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
-    packages = {p.rstrip("*").rstrip(".") for p in patterns}
+    # The source folders pyproject.toml maps onto the cerfleet namespace.
+    packages = set(pyproject["tool"]["setuptools"]["package-dir"].values())
     copied = {source for copy in stage("builder").values("COPY") for source in copy_sources(copy)}
     # A package left out would install an image whose `cerfleet` lacks its commands.
     assert packages <= copied
@@ -145,12 +145,16 @@ def test_the_package_data_the_wheel_ships_is_in_the_build_context() -> None:
         if line.strip() and not line.startswith(("#", "!")) and line.strip() != "*"
     ]
     copied = {source for copy in stage("builder").values("COPY") for source in copy_sources(copy)}
+    package_dir = pyproject["tool"]["setuptools"]["package-dir"]
     shipped = []
     for package, patterns in pyproject["tool"]["setuptools"]["package-data"].items():
-        folder = REPO.joinpath(*package.split("."))
+        # The longest mapped prefix names the source folder (package-dir semantics).
+        root = max((p for p in package_dir if package == p or package.startswith(p + ".")), key=len)
+        rest = package.removeprefix(root).lstrip(".")
+        folder = REPO.joinpath(package_dir[root], *filter(None, rest.split(".")))
         for pattern in patterns:
             shipped += [f.relative_to(REPO).as_posix() for f in folder.glob(pattern)]
-    assert any(path.startswith("coordinator/examples/") for path in shipped)
+    assert any(path.startswith("shared/fleet/examples/") for path in shipped)
     for path in shipped:
         assert path.split("/")[0] in copied, path
         parts = path.split("/")

@@ -23,8 +23,8 @@ import orjson
 import pytest
 import yaml
 
-from coordinator.registry import QuerySpec
-from coordinator.settings import FleetSettings
+from cerfleet.fleet.registry import QuerySpec
+from cerfleet.fleet.settings import FleetSettings
 from tests.deploy.artefacts import (
     CHART,
     CI_VALUES,

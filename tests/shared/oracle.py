@@ -59,7 +59,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from shared.ceql import ast
+from cerfleet import pattern
 
 Event = Mapping[str, Any]
 Key = tuple[Any, ...]
@@ -133,17 +133,17 @@ def _kind(value: object) -> str | None:
     return None
 
 
-def eval_expr(expr: ast.Expr, event: Event) -> Any:
+def eval_expr(expr: pattern.Expr, event: Event) -> Any:
     """The value of ``expr`` on ``event``, or ``_UNDEFINED``."""
-    if isinstance(expr, ast.Attr):
+    if isinstance(expr, pattern.Attr):
         value = event.get(expr.name)
         return _UNDEFINED if value is None else value
-    if isinstance(expr, ast.Const):
+    if isinstance(expr, pattern.Const):
         return expr.value
-    if isinstance(expr, ast.Neg):
+    if isinstance(expr, pattern.Neg):
         value = eval_expr(expr.operand, event)
         return -value if _is_number(value) else _UNDEFINED
-    if isinstance(expr, ast.Arith):
+    if isinstance(expr, pattern.Arith):
         left, right = eval_expr(expr.left, event), eval_expr(expr.right, event)
         if not (_is_number(left) and _is_number(right)):
             return _UNDEFINED
@@ -172,29 +172,29 @@ def compare(op: str, left: Any, right: Any) -> bool:
     return _COMPARE[op](left, right)
 
 
-def holds(pred: ast.Pred, event: Event) -> bool:
+def holds(pred: pattern.Pred, event: Event) -> bool:
     """``event ⊨ pred``."""
-    if isinstance(pred, ast.BoolLit):
+    if isinstance(pred, pattern.BoolLit):
         return pred.value
-    if isinstance(pred, ast.Compare):
+    if isinstance(pred, pattern.Compare):
         return compare(pred.op, eval_expr(pred.left, event), eval_expr(pred.right, event))
-    if isinstance(pred, ast.InList):
+    if isinstance(pred, pattern.InList):
         value = eval_expr(pred.expr, event)
         found = any(compare("=", value, c.value) for c in pred.values)
         return found != pred.negated
-    if isinstance(pred, ast.InRange):
+    if isinstance(pred, pattern.InRange):
         value = eval_expr(pred.expr, event)
         inside = compare("<=", pred.low.value, value) and compare("<=", value, pred.high.value)
         return inside != pred.negated
-    if isinstance(pred, ast.Like):
+    if isinstance(pred, pattern.Like):
         value = eval_expr(pred.expr, event)
         matched = isinstance(value, str) and re.fullmatch(pred.pattern, value) is not None
         return matched != pred.negated
-    if isinstance(pred, ast.PNot):
+    if isinstance(pred, pattern.PNot):
         return not holds(pred.operand, event)
-    if isinstance(pred, ast.PAnd):
+    if isinstance(pred, pattern.PAnd):
         return holds(pred.left, event) and holds(pred.right, event)
-    if isinstance(pred, ast.POr):
+    if isinstance(pred, pattern.POr):
         return holds(pred.left, event) or holds(pred.right, event)
     raise TypeError(f"not a predicate: {pred!r}")
 
@@ -203,46 +203,46 @@ def holds(pred: ast.Pred, event: Event) -> bool:
 
 
 def evaluate_formula(
-    formula: ast.Formula, events: Sequence[Event], type_field: str = "type"
+    formula: pattern.Formula, events: Sequence[Event], type_field: str = "type"
 ) -> set[Valuation]:
     """``⦇formula⦈(S)``: every valuation of the formula over ``events``."""
-    if isinstance(formula, ast.EventType):
+    if isinstance(formula, pattern.EventType):
         return {
             Valuation.make(i, i, {formula.name: frozenset({i})})
             for i, event in enumerate(events)
             if event.get(type_field) == formula.name
         }
-    if isinstance(formula, ast.As):
+    if isinstance(formula, pattern.As):
         return {
             Valuation.make(v.start, v.end, {**dict(v.mu), formula.var: v.data()})
             for v in evaluate_formula(formula.formula, events, type_field)
         }
-    if isinstance(formula, ast.Filter):
+    if isinstance(formula, pattern.Filter):
         inner = evaluate_formula(formula.formula, events, type_field)
         return _apply_filter(inner, formula.filter, events)
-    if isinstance(formula, ast.Or):
+    if isinstance(formula, pattern.Or):
         return evaluate_formula(formula.left, events, type_field) | evaluate_formula(
             formula.right, events, type_field
         )
-    if isinstance(formula, ast.Seq):
+    if isinstance(formula, pattern.Seq):
         return _sequence(
             evaluate_formula(formula.left, events, type_field),
             evaluate_formula(formula.right, events, type_field),
         )
-    if isinstance(formula, ast.Plus):
+    if isinstance(formula, pattern.Plus):
         return _iterate(evaluate_formula(formula.formula, events, type_field))
     raise TypeError(f"not a formula: {formula!r}")
 
 
 def _apply_filter(
-    valuations: set[Valuation], filt: ast.FilterExpr, events: Sequence[Event]
+    valuations: set[Valuation], filt: pattern.FilterExpr, events: Sequence[Event]
 ) -> set[Valuation]:
     # θ1 AND θ2 ≡ nested filters; θ1 OR θ2 ≡ union of the two filtered sets.
-    if isinstance(filt, ast.FilterAtom):
+    if isinstance(filt, pattern.FilterAtom):
         return {v for v in valuations if all(holds(filt.pred, events[i]) for i in v.get(filt.var))}
-    if isinstance(filt, ast.FilterAnd):
+    if isinstance(filt, pattern.FilterAnd):
         return _apply_filter(_apply_filter(valuations, filt.left, events), filt.right, events)
-    if isinstance(filt, ast.FilterOr):
+    if isinstance(filt, pattern.FilterOr):
         return _apply_filter(valuations, filt.left, events) | _apply_filter(
             valuations, filt.right, events
         )
@@ -292,7 +292,9 @@ def _numeric(value: Any) -> int | float | None:
     return value if _is_number(value) else None
 
 
-def _substreams(query: ast.Query, events: Sequence[Event]) -> list[tuple[Key | None, list[int]]]:
+def _substreams(
+    query: pattern.Pattern, events: Sequence[Event]
+) -> list[tuple[Key | None, list[int]]]:
     """The global indexes of each substream, with its partition key."""
     if not query.partition_by:
         return [(None, list(range(len(events))))]
@@ -307,12 +309,12 @@ def _substreams(query: ast.Query, events: Sequence[Event]) -> list[tuple[Key | N
     return list(groups.values())
 
 
-def _clock(query: ast.Query, time_field: str) -> str | None:
+def _clock(query: pattern.Pattern, time_field: str) -> str | None:
     """The attribute a clock window is measured on, or None for other windows."""
     window = query.within
-    if window is None or window.kind is ast.WindowKind.EVENTS:
+    if window is None or window.kind is pattern.WindowKind.EVENTS:
         return None
-    if window.kind is ast.WindowKind.TIME:
+    if window.kind is pattern.WindowKind.TIME:
         return time_field
     return window.attr
 
@@ -332,7 +334,7 @@ def _drop_late(indexes: list[int], events: Sequence[Event], clock: str) -> list[
 
 
 def _in_window(
-    query: ast.Query, start: int, end: int, local_events: Sequence[Event], clock: str | None
+    query: pattern.Pattern, start: int, end: int, local_events: Sequence[Event], clock: str | None
 ) -> bool:
     window = query.within
     if window is None:
@@ -381,18 +383,18 @@ def _maximum(
 
 
 def select_positions(
-    strategy: ast.Strategy, candidates: set[frozenset[int]]
+    strategy: pattern.Strategy, candidates: set[frozenset[int]]
 ) -> set[frozenset[int]]:
     """Which of the competitors' data sets (one ``end``) the strategy keeps."""
-    if strategy is ast.Strategy.ALL or not candidates:
+    if strategy is pattern.Strategy.ALL or not candidates:
         return set(candidates)
-    if strategy is ast.Strategy.STRICT:
+    if strategy is pattern.Strategy.STRICT:
         return {positions for positions in candidates if is_contiguous(positions)}
-    if strategy is ast.Strategy.NEXT:
+    if strategy is pattern.Strategy.NEXT:
         return {_maximum(candidates, next_le)}
-    if strategy is ast.Strategy.LAST:
+    if strategy is pattern.Strategy.LAST:
         return {_maximum(candidates, last_le)}
-    if strategy is ast.Strategy.MAX:
+    if strategy is pattern.Strategy.MAX:
         return {
             positions
             for positions in candidates
@@ -402,7 +404,7 @@ def select_positions(
 
 
 def _select_strategy(
-    strategy: ast.Strategy, complex_events: set[LocalComplexEvent]
+    strategy: pattern.Strategy, complex_events: set[LocalComplexEvent]
 ) -> set[LocalComplexEvent]:
     """Apply the selection strategy to one substream's complex events.
 
@@ -424,7 +426,7 @@ GlobalComplexEvent = tuple[int, int, tuple[int, ...]]
 
 
 def _evaluate_substream(
-    query: ast.Query,
+    query: pattern.Pattern,
     events: Sequence[Event],
     indexes: Sequence[int],
     type_field: str,
@@ -443,7 +445,7 @@ def _evaluate_substream(
 
 
 def oracle_by_end(
-    query: ast.Query,
+    query: pattern.Pattern,
     events: Sequence[Event],
     type_field: str = "type",
     time_field: str = "timestamp",
@@ -459,7 +461,7 @@ def oracle_by_end(
         for key, indexes in _substreams(query, events)
     ]
     by_end: dict[int, set[OracleResult]] = {}
-    if query.consume is ast.Consume.NONE:
+    if query.consume is pattern.Consume.NONE:
         for key, indexes in substreams:
             for start, end, positions in _evaluate_substream(
                 query, events, indexes, type_field, clock
@@ -484,7 +486,7 @@ def oracle_by_end(
             if not output:
                 continue
             by_end.setdefault(j, set()).update(output)
-            if query.consume is ast.Consume.ANY:
+            if query.consume is pattern.Consume.ANY:
                 restart = [j + 1] * len(substreams)
             else:
                 restart[p] = j + 1
@@ -492,7 +494,7 @@ def oracle_by_end(
 
 
 def oracle_eval(
-    query: ast.Query,
+    query: pattern.Pattern,
     events: Sequence[Event],
     type_field: str = "type",
     time_field: str = "timestamp",

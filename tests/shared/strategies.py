@@ -24,7 +24,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from shared.ceql import ast
+from cerfleet import pattern
 
 EVENT_TYPES = ("A", "B", "C")
 ABSENT_TYPE = "D"  # in queries, never in streams
@@ -51,19 +51,19 @@ _SMALL = st.integers(min_value=0, max_value=3)
 # ------------------------------------------------------------------- predicates
 
 
-def _attributes() -> st.SearchStrategy[ast.Attr]:
+def _attributes() -> st.SearchStrategy[pattern.Attr]:
     # z is rare: it is never present, so the predicate is constant.
-    return st.sampled_from((*ATTRIBUTES, *ATTRIBUTES, MISSING_ATTRIBUTE)).map(ast.Attr)
+    return st.sampled_from((*ATTRIBUTES, *ATTRIBUTES, MISSING_ATTRIBUTE)).map(pattern.Attr)
 
 
-def _consts() -> st.SearchStrategy[ast.Const]:
-    return _SMALL.map(ast.Const)
+def _consts() -> st.SearchStrategy[pattern.Const]:
+    return _SMALL.map(pattern.Const)
 
 
-def _expressions() -> st.SearchStrategy[ast.Expr]:
+def _expressions() -> st.SearchStrategy[pattern.Expr]:
     """Mostly a bare attribute; sometimes ``attr op const`` or ``attr op attr``."""
     arith = st.builds(
-        ast.Arith,
+        pattern.Arith,
         op=st.sampled_from(("+", "-", "*")),
         left=_attributes(),
         right=st.one_of(_consts(), _attributes()),
@@ -71,24 +71,27 @@ def _expressions() -> st.SearchStrategy[ast.Expr]:
     return st.one_of(_attributes(), _attributes(), _attributes(), arith)
 
 
-def _atomic_predicates() -> st.SearchStrategy[ast.Pred]:
+def _atomic_predicates() -> st.SearchStrategy[pattern.Pred]:
     compare_const = st.builds(
-        ast.Compare,
+        pattern.Compare,
         op=st.sampled_from(("=", "!=", "<", ">=", "<=", ">")),
         left=_expressions(),
         right=_consts(),
     )
     compare_attrs = st.builds(
-        ast.Compare, op=st.sampled_from(("=", "!=", "<")), left=_attributes(), right=_attributes()
+        pattern.Compare,
+        op=st.sampled_from(("=", "!=", "<")),
+        left=_attributes(),
+        right=_attributes(),
     )
     in_list = st.builds(
-        ast.InList,
+        pattern.InList,
         expr=_attributes(),
         values=st.lists(_consts(), min_size=1, max_size=3).map(tuple),
         negated=st.booleans(),
     )
     in_range = st.builds(
-        ast.InRange, expr=_attributes(), low=_consts(), high=_consts(), negated=st.booleans()
+        pattern.InRange, expr=_attributes(), low=_consts(), high=_consts(), negated=st.booleans()
     )
     return st.one_of(
         compare_const,
@@ -97,12 +100,12 @@ def _atomic_predicates() -> st.SearchStrategy[ast.Pred]:
         compare_attrs,
         in_list,
         in_range,
-        st.builds(ast.BoolLit, st.booleans()),
+        st.builds(pattern.BoolLit, st.booleans()),
     )
 
 
 @cache  # strategies are immutable; building them per draw is what makes generation slow
-def predicates(max_depth: int = 2) -> st.SearchStrategy[ast.Pred]:
+def predicates(max_depth: int = 2) -> st.SearchStrategy[pattern.Pred]:
     """Unary predicates with NOT / AND / OR nested at most ``max_depth`` deep."""
     if max_depth <= 0:
         return _atomic_predicates()
@@ -110,21 +113,21 @@ def predicates(max_depth: int = 2) -> st.SearchStrategy[ast.Pred]:
     return st.one_of(
         _atomic_predicates(),
         _atomic_predicates(),
-        st.builds(ast.PNot, sub),
-        st.builds(ast.PAnd, sub, sub),
-        st.builds(ast.POr, sub, sub),
+        st.builds(pattern.PNot, sub),
+        st.builds(pattern.PAnd, sub, sub),
+        st.builds(pattern.POr, sub, sub),
     )
 
 
 @cache
-def _filters(bound: tuple[str, ...]) -> st.SearchStrategy[ast.FilterExpr]:
+def _filters(bound: tuple[str, ...]) -> st.SearchStrategy[pattern.FilterExpr]:
     """``X[P]`` atoms over the given bound names, up to two combined by AND / OR."""
-    atom = st.builds(ast.FilterAtom, var=st.sampled_from(bound), pred=predicates())
+    atom = st.builds(pattern.FilterAtom, var=st.sampled_from(bound), pred=predicates())
     return st.one_of(
         atom,
         atom,
-        st.builds(ast.FilterAnd, atom, atom),
-        st.builds(ast.FilterOr, atom, atom),
+        st.builds(pattern.FilterAnd, atom, atom),
+        st.builds(pattern.FilterOr, atom, atom),
     )
 
 
@@ -160,51 +163,51 @@ _NODE_KINDS = {
 }
 
 
-def event_types(formula: ast.Formula) -> set[str]:
+def event_types(formula: pattern.Formula) -> set[str]:
     """The event types a formula mentions."""
-    if isinstance(formula, ast.EventType):
+    if isinstance(formula, pattern.EventType):
         return {formula.name}
-    if isinstance(formula, ast.Seq | ast.Or):
+    if isinstance(formula, pattern.Seq | pattern.Or):
         return event_types(formula.left) | event_types(formula.right)
     return event_types(formula.formula)
 
 
-def _bound(formula: ast.Formula) -> set[str]:
+def _bound(formula: pattern.Formula) -> set[str]:
     """The variables (event types included) a formula can bind."""
-    if isinstance(formula, ast.EventType):
+    if isinstance(formula, pattern.EventType):
         return {formula.name}
-    if isinstance(formula, ast.As):
+    if isinstance(formula, pattern.As):
         return _bound(formula.formula) | {formula.var}
-    if isinstance(formula, ast.Seq | ast.Or):
+    if isinstance(formula, pattern.Seq | pattern.Or):
         return _bound(formula.left) | _bound(formula.right)
     return _bound(formula.formula)
 
 
-def _formula_of_size(draw: st.DrawFn, size: int, plus_depth: int, dense: bool) -> ast.Formula:
+def _formula_of_size(draw: st.DrawFn, size: int, plus_depth: int, dense: bool) -> pattern.Formula:
     """A formula of exactly ``size`` CEL nodes (filters count as one node).
 
     A plain function driven by ``draw`` rather than a composite strategy, so no
     strategy objects are built per node."""
     if size <= 1:
-        return ast.EventType(draw(_TYPE_NAMES[dense]))
+        return pattern.EventType(draw(_TYPE_NAMES[dense]))
     kind = draw(_NODE_KINDS[size >= 3, plus_depth > 0, dense])
     if kind in ("seq", "or"):
         left_size = draw(st.integers(min_value=1, max_value=size - 2))
         left = _formula_of_size(draw, left_size, plus_depth, dense)
         right = _formula_of_size(draw, size - 1 - left_size, plus_depth, dense)
-        return ast.Seq(left, right) if kind == "seq" else ast.Or(left, right)
+        return pattern.Seq(left, right) if kind == "seq" else pattern.Or(left, right)
     if kind == "plus":
-        return ast.Plus(_formula_of_size(draw, size - 1, plus_depth - 1, dense))
+        return pattern.Plus(_formula_of_size(draw, size - 1, plus_depth - 1, dense))
     inner = _formula_of_size(draw, size - 1, plus_depth, dense)
     if kind == "as":
-        return ast.As(inner, draw(_VARIABLE_NAMES))
-    return ast.Filter(inner, draw(_filters(tuple(sorted(_bound(inner))))))
+        return pattern.As(inner, draw(_VARIABLE_NAMES))
+    return pattern.Filter(inner, draw(_filters(tuple(sorted(_bound(inner))))))
 
 
 @st.composite
 def formulas(
     draw: st.DrawFn, max_size: int = 8, max_plus_depth: int = 2, dense: bool = False
-) -> ast.Formula:
+) -> pattern.Formula:
     """CEL formulas of 1..max_size nodes.
 
     ``dense`` formulas match more, and more ways per event, as selection
@@ -218,21 +221,27 @@ def formulas(
 
 
 # Amounts start at 1: the query checker rejects empty windows.
-_WINDOWS: st.SearchStrategy[ast.Window | None] = st.one_of(
+_WINDOWS: st.SearchStrategy[pattern.Window | None] = st.one_of(
     st.none(),
-    st.builds(ast.Window, st.just(ast.WindowKind.EVENTS), st.integers(1, 4)),
+    st.builds(pattern.Window, st.just(pattern.WindowKind.EVENTS), st.integers(1, 4)),
     st.builds(
-        ast.Window, st.just(ast.WindowKind.ATTRIBUTE), st.integers(1, 5), attr=st.just(TIME_FIELD)
+        pattern.Window,
+        st.just(pattern.WindowKind.ATTRIBUTE),
+        st.integers(1, 5),
+        attr=st.just(TIME_FIELD),
     ),
     st.builds(
-        ast.Window, st.just(ast.WindowKind.TIME), st.integers(1, 5), unit=st.just("MILLISECONDS")
+        pattern.Window,
+        st.just(pattern.WindowKind.TIME),
+        st.integers(1, 5),
+        unit=st.just("MILLISECONDS"),
     ),
 )
 
 
-_NO_STRATEGY_CLAUSES = (ast.Strategy.ALL,)
+_NO_STRATEGY_CLAUSES = (pattern.Strategy.ALL,)
 _LIMITS = st.sampled_from((1, 1, 2, 3))
-_NO_CONSUMPTION = (ast.Consume.NONE,)
+_NO_CONSUMPTION = (pattern.Consume.NONE,)
 
 
 @st.composite
@@ -243,11 +252,11 @@ def queries(
     projections: bool = True,
     partitions: bool = True,
     windows: bool = True,
-    strategies: Sequence[ast.Strategy] = _NO_STRATEGY_CLAUSES,
-    consumes: Sequence[ast.Consume] = _NO_CONSUMPTION,
+    strategies: Sequence[pattern.Strategy] = _NO_STRATEGY_CLAUSES,
+    consumes: Sequence[pattern.Consume] = _NO_CONSUMPTION,
     limits: bool = False,
     dense: bool = False,
-) -> ast.Query:
+) -> pattern.Pattern:
     """Queries ``SELECT [strategy] * | vars FROM S WHERE φ [PARTITION BY [k]]
     [WITHIN ...] [CONSUME BY ...] [LIMIT n]``.
 
@@ -274,14 +283,14 @@ def queries(
     if partitions and (
         partition_roll == 0
         or (dense and partition_roll == 1)
-        or (dense and consume is ast.Consume.PARTITION and partition_roll == 2)
+        or (dense and consume is pattern.Consume.PARTITION and partition_roll == 2)
     ):
         partition_by = (PARTITION_ATTRIBUTE,)
     within = draw(_WINDOWS) if windows else None
     limit: int | None = None
-    if limits and consume is ast.Consume.NONE and draw(st.booleans()):
+    if limits and consume is pattern.Consume.NONE and draw(st.booleans()):
         limit = draw(_LIMITS)
-    return ast.Query(
+    return pattern.Pattern(
         where=where,
         select=select,
         strategy=strategy,

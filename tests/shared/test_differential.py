@@ -23,10 +23,10 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from shared.ceql import ast
-from shared.ceql.printer import to_ceql
-from shared.complex_event import ComplexEvent
-from shared.query import compile_query
+from cerfleet import pattern
+from cerfleet.ceql.printer import to_ceql
+from cerfleet.complex_event import ComplexEvent
+from cerfleet.query import compile_query
 from tests.shared.oracle import OracleResult, oracle_by_end
 from tests.shared.strategies import EVENT_TYPES, TIME_FIELD, event_types, queries, streams
 
@@ -35,7 +35,7 @@ MAX_EXAMPLES = int(os.environ.get("CERFLEET_DIFF_EXAMPLES", "2500"))
 Stream = list[dict[str, Any]]
 
 
-def describe(query: ast.Query, stream: Sequence[Mapping[str, Any]]) -> str:
+def describe(query: pattern.Pattern, stream: Sequence[Mapping[str, Any]]) -> str:
     """The failing input in a form that can be pasted into ``cerfleet run``."""
     lines = ["query:", to_ceql(query), f"stream ({len(stream)} events, JSON lines):"]
     lines += [json.dumps(event) for event in stream]
@@ -50,7 +50,7 @@ def _as_result(ce: ComplexEvent) -> OracleResult:
     return (ce.start, ce.end, tuple(ce.positions), ce.key)
 
 
-def check_against_oracle(query: ast.Query, stream: Sequence[Mapping[str, Any]]) -> None:
+def check_against_oracle(query: pattern.Pattern, stream: Sequence[Mapping[str, Any]]) -> None:
     """Run the engine event by event and compare each event's output with the
     oracle's complex events ending there (under LIMIT n: any n of them)."""
     context = describe(query, stream)
@@ -95,12 +95,14 @@ def check_against_oracle(query: ast.Query, stream: Sequence[Mapping[str, Any]]) 
 
 @settings(max_examples=MAX_EXAMPLES, deadline=None, database=None)
 @given(query=queries(), stream=streams())
-def test_engine_matches_oracle(query: ast.Query, stream: Stream) -> None:
+def test_engine_matches_oracle(query: pattern.Pattern, stream: Stream) -> None:
     """SELECT ALL, no consumption, no LIMIT."""
     check_against_oracle(query, stream)
 
 
-def strategy_examples(data: st.DataObject, strategy: ast.Strategy) -> tuple[ast.Query, Stream]:
+def strategy_examples(
+    data: st.DataObject, strategy: pattern.Strategy
+) -> tuple[pattern.Pattern, Stream]:
     """A query with ``strategy``, any consumption policy, window and partitioning
     (LIMIT only without consumption) and a stream for it. Three in four are
     dense (see ``queries``) over at least 3 events mostly of the query's own
@@ -108,7 +110,7 @@ def strategy_examples(data: st.DataObject, strategy: ast.Strategy) -> tuple[ast.
     consumption has something to consume."""
     dense = data.draw(st.sampled_from((True, True, True, False)), label="dense")
     query = data.draw(
-        queries(strategies=(strategy,), consumes=tuple(ast.Consume), limits=True, dense=dense),
+        queries(strategies=(strategy,), consumes=tuple(pattern.Consume), limits=True, dense=dense),
         label="query",
     )
     if dense:
@@ -120,10 +122,10 @@ def strategy_examples(data: st.DataObject, strategy: ast.Strategy) -> tuple[ast.
     return query, stream
 
 
-@pytest.mark.parametrize("strategy", list(ast.Strategy), ids=lambda s: s.value)
+@pytest.mark.parametrize("strategy", list(pattern.Strategy), ids=lambda s: s.value)
 @settings(max_examples=MAX_EXAMPLES, deadline=None, database=None)
 @given(data=st.data())
-def test_strategy_matches_oracle(strategy: ast.Strategy, data: st.DataObject) -> None:
+def test_strategy_matches_oracle(strategy: pattern.Strategy, data: st.DataObject) -> None:
     """One selection strategy with every consumption policy, window kind and
     partitioning drawn at random, and LIMIT without consumption."""
     query, stream = strategy_examples(data, strategy)
@@ -135,7 +137,7 @@ def _outputs(complex_events: Iterable[ComplexEvent]) -> list[str]:
     return sorted(json.dumps(ce.to_dict(), sort_keys=True) for ce in complex_events)
 
 
-def check_snapshot_restore(query: ast.Query, stream: Stream, every: int) -> None:
+def check_snapshot_restore(query: pattern.Pattern, stream: Stream, every: int) -> None:
     """Restoring after every ``every``-th event gives the outputs of an uninterrupted run."""
     context = describe(query, stream) + f"\nrestored after every {every} event(s)"
     note(context)
@@ -164,18 +166,18 @@ def check_snapshot_restore(query: ast.Query, stream: Stream, every: int) -> None
 
 @settings(max_examples=MAX_EXAMPLES, deadline=None, database=None)
 @given(query=queries(), stream=streams(), every=st.integers(min_value=1, max_value=3))
-def test_snapshot_restore_mid_stream(query: ast.Query, stream: Stream, every: int) -> None:
+def test_snapshot_restore_mid_stream(query: pattern.Pattern, stream: Stream, every: int) -> None:
     check_snapshot_restore(query, stream, every)
 
 
 @settings(max_examples=MAX_EXAMPLES, deadline=None, database=None)
 @given(
-    query=queries(strategies=tuple(ast.Strategy), consumes=tuple(ast.Consume)),
+    query=queries(strategies=tuple(pattern.Strategy), consumes=tuple(pattern.Consume)),
     stream=streams(),
     every=st.integers(min_value=1, max_value=3),
 )
 def test_snapshot_restore_with_selection_and_consumption(
-    query: ast.Query, stream: Stream, every: int
+    query: pattern.Pattern, stream: Stream, every: int
 ) -> None:
     """The same with every strategy and consumption policy (whose restart points
     are state too); no LIMIT, since which n complex events it keeps is unspecified."""

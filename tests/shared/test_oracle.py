@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.ceql import ast
-from shared.ceql.printer import to_ceql
+from cerfleet import pattern
+from cerfleet.ceql.printer import to_ceql
 from tests.shared.oracle import (
     OracleResult,
     evaluate_formula,
@@ -27,28 +27,28 @@ from tests.shared.strategies import queries, streams
 
 # ----------------------------------------------------------------- AST shorthands
 
-A, B, C = ast.EventType("A"), ast.EventType("B"), ast.EventType("C")
+A, B, C = pattern.EventType("A"), pattern.EventType("B"), pattern.EventType("C")
 
 
-def seq(*parts: ast.Formula) -> ast.Formula:
+def seq(*parts: pattern.Formula) -> pattern.Formula:
     out = parts[0]
     for part in parts[1:]:
-        out = ast.Seq(out, part)
+        out = pattern.Seq(out, part)
     return out
 
 
-def cmp(attr: str, op: str, value: ast.Scalar) -> ast.Compare:
-    return ast.Compare(op, ast.Attr(attr), ast.Const(value))
+def cmp(attr: str, op: str, value: pattern.Scalar) -> pattern.Compare:
+    return pattern.Compare(op, pattern.Attr(attr), pattern.Const(value))
 
 
-def atom(var: str, pred: ast.Pred) -> ast.FilterAtom:
-    return ast.FilterAtom(var, pred)
+def atom(var: str, pred: pattern.Pred) -> pattern.FilterAtom:
+    return pattern.FilterAtom(var, pred)
 
 
-def all_of(*filters: ast.FilterExpr) -> ast.FilterExpr:
+def all_of(*filters: pattern.FilterExpr) -> pattern.FilterExpr:
     out = filters[0]
     for f in filters[1:]:
-        out = ast.FilterAnd(out, f)
+        out = pattern.FilterAnd(out, f)
     return out
 
 
@@ -56,8 +56,8 @@ def ev(type_: str, **attrs: Any) -> dict[str, Any]:
     return {"type": type_, **attrs}
 
 
-def run(where: ast.Formula, events: list[dict[str, Any]], **clauses: Any) -> set[OracleResult]:
-    return oracle_eval(ast.Query(where=where, streams=("S",), **clauses), events)
+def run(where: pattern.Formula, events: list[dict[str, Any]], **clauses: Any) -> set[OracleResult]:
+    return oracle_eval(pattern.Pattern(where=where, streams=("S",), **clauses), events)
 
 
 def ces(*triples: tuple[int, int, set[int]]) -> set[OracleResult]:
@@ -67,10 +67,10 @@ def ces(*triples: tuple[int, int, set[int]]) -> set[OracleResult]:
 
 # -------------------------------------------------------- CORE Fig. 1 Q1 / Fig. 3
 
-SELL = ast.EventType("SELL")
+SELL = pattern.EventType("SELL")
 
-Q1 = ast.Filter(
-    seq(ast.As(SELL, "msft"), ast.As(SELL, "intel"), ast.As(SELL, "amzn")),
+Q1 = pattern.Filter(
+    seq(pattern.As(SELL, "msft"), pattern.As(SELL, "intel"), pattern.As(SELL, "amzn")),
     all_of(
         atom("msft", cmp("name", "=", "MSFT")),
         atom("msft", cmp("price", ">", 100)),
@@ -103,7 +103,7 @@ def test_q1_fig3_all_outputs() -> None:
 
 
 def test_q1_fig3_within_5_events() -> None:
-    window = ast.Window(ast.WindowKind.EVENTS, 5)
+    window = pattern.Window(pattern.WindowKind.EVENTS, 5)
     assert run(Q1, FIG3, within=window) == ces(
         (0, 4, {0, 2, 4}),
         (1, 4, {1, 2, 4}),
@@ -118,7 +118,7 @@ def test_q1_fig3_within_5_events() -> None:
 def test_event_type_binds_single_positions() -> None:
     events = [ev("A"), ev("B"), ev("A")]
     assert run(A, events) == ces((0, 0, {0}), (2, 2, {2}))
-    assert run(ast.EventType("D"), events) == set()
+    assert run(pattern.EventType("D"), events) == set()
 
 
 def test_sequence_is_non_contiguous_and_strict_in_order() -> None:
@@ -132,13 +132,13 @@ def test_sequence_is_non_contiguous_and_strict_in_order() -> None:
 
 def test_or_is_union() -> None:
     events = [ev("A"), ev("B"), ev("C")]
-    assert run(ast.Or(A, B), events) == ces((0, 0, {0}), (1, 1, {1}))
+    assert run(pattern.Or(A, B), events) == ces((0, 0, {0}), (1, 1, {1}))
 
 
 def test_plus_gives_every_nonempty_subsequence() -> None:
     events = [ev("A"), ev("A"), ev("B"), ev("A")]
     # All non-empty subsets of {0, 1, 3}, interval from min to max.
-    assert run(ast.Plus(A), events) == ces(
+    assert run(pattern.Plus(A), events) == ces(
         (0, 0, {0}),
         (1, 1, {1}),
         (3, 3, {3}),
@@ -151,7 +151,7 @@ def test_plus_gives_every_nonempty_subsequence() -> None:
 
 def test_plus_of_sequence() -> None:
     events = [ev("A"), ev("B"), ev("A"), ev("B")]
-    assert run(ast.Plus(seq(A, B)), events) == ces(
+    assert run(pattern.Plus(seq(A, B)), events) == ces(
         (0, 1, {0, 1}),
         (0, 3, {0, 3}),
         (2, 3, {2, 3}),
@@ -161,40 +161,40 @@ def test_plus_of_sequence() -> None:
 
 def test_nested_plus_equals_plus() -> None:
     events = [ev("A"), ev("B"), ev("A"), ev("A")]
-    assert run(ast.Plus(ast.Plus(A)), events) == run(ast.Plus(A), events)
+    assert run(pattern.Plus(pattern.Plus(A)), events) == run(pattern.Plus(A), events)
 
 
 def test_as_binds_all_positions_and_filter_sees_them() -> None:
     events = [ev("A", x=1), ev("B", x=1), ev("A", x=1), ev("B", x=0)]
-    where = ast.Filter(ast.As(seq(A, B), "w"), atom("w", cmp("x", "=", 1)))
+    where = pattern.Filter(pattern.As(seq(A, B), "w"), atom("w", cmp("x", "=", 1)))
     # w covers both events, so the B at 3 (x=0) is excluded.
     assert run(where, events) == ces((0, 1, {0, 1}))
 
 
 def test_filter_on_variable_inside_plus_constrains_every_iteration() -> None:
     events = [ev("A", x=1), ev("A", x=0), ev("A", x=1)]
-    where = ast.Filter(ast.Plus(ast.As(A, "v")), atom("v", cmp("x", "=", 1)))
+    where = pattern.Filter(pattern.Plus(pattern.As(A, "v")), atom("v", cmp("x", "=", 1)))
     assert run(where, events) == ces((0, 0, {0}), (2, 2, {2}), (0, 2, {0, 2}))
 
 
 def test_filter_on_event_type_constrains_the_bound_events_of_that_type() -> None:
     events = [ev("A", x=1), ev("B", x=0), ev("A", x=0), ev("B", x=1)]
-    where = ast.Filter(seq(A, B), atom("A", cmp("x", "=", 1)))
+    where = pattern.Filter(seq(A, B), atom("A", cmp("x", "=", 1)))
     assert run(where, events) == ces((0, 1, {0, 1}), (0, 3, {0, 3}))
 
 
 def test_filter_is_vacuous_on_unbound_variable() -> None:
     events = [ev("A", x=0), ev("B", x=0)]
-    where = ast.Filter(ast.Or(A, ast.As(B, "v")), atom("v", cmp("x", "=", 1)))
+    where = pattern.Filter(pattern.Or(A, pattern.As(B, "v")), atom("v", cmp("x", "=", 1)))
     # The A alternative does not bind v, so the filter holds vacuously.
     assert run(where, events) == ces((0, 0, {0}))
 
 
 def test_filter_or_is_union_of_filtered_sets() -> None:
     events = [ev("A", x=1), ev("A", x=0), ev("A", x=0), ev("A", x=1)]
-    where = ast.Filter(
-        seq(ast.As(A, "u"), ast.As(A, "v")),
-        ast.FilterOr(atom("u", cmp("x", "=", 1)), atom("v", cmp("x", "=", 1))),
+    where = pattern.Filter(
+        seq(pattern.As(A, "u"), pattern.As(A, "v")),
+        pattern.FilterOr(atom("u", cmp("x", "=", 1)), atom("v", cmp("x", "=", 1))),
     )
     got = run(where, events)
     # Pairs (i, j), i < j, where event i or event j has x = 1.
@@ -212,17 +212,17 @@ def test_filter_and_equals_nested_filters() -> None:
     events = [ev("A", x=1, y=0), ev("A", x=1, y=1), ev("B", x=0, y=1)]
     f1, f2 = atom("A", cmp("x", "=", 1)), atom("B", cmp("y", "=", 1))
     body = seq(A, B)
-    assert run(ast.Filter(body, ast.FilterAnd(f1, f2)), events) == run(
-        ast.Filter(ast.Filter(body, f1), f2), events
+    assert run(pattern.Filter(body, pattern.FilterAnd(f1, f2)), events) == run(
+        pattern.Filter(pattern.Filter(body, f1), f2), events
     )
 
 
 def test_valuation_semantics_keeps_variables_apart() -> None:
     # (A AS u) OR (A AS v) gives two valuations per A; both collapse to one complex event.
     events = [ev("A")]
-    vals = evaluate_formula(ast.Or(ast.As(A, "u"), ast.As(A, "v")), events)
+    vals = evaluate_formula(pattern.Or(pattern.As(A, "u"), pattern.As(A, "v")), events)
     assert len(vals) == 2
-    assert run(ast.Or(ast.As(A, "u"), ast.As(A, "v")), events) == ces((0, 0, {0}))
+    assert run(pattern.Or(pattern.As(A, "u"), pattern.As(A, "v")), events) == ces((0, 0, {0}))
 
 
 # ------------------------------------------------------------------- projection
@@ -230,7 +230,7 @@ def test_valuation_semantics_keeps_variables_apart() -> None:
 
 def test_select_projects_positions_but_keeps_interval() -> None:
     events = [ev("A"), ev("C"), ev("B")]
-    where = seq(ast.As(A, "u"), B)
+    where = seq(pattern.As(A, "u"), B)
     assert run(where, events, select=("u",)) == ces((0, 2, {0}))
     assert run(where, events, select=("B",)) == ces((0, 2, {2}))
     assert run(where, events) == ces((0, 2, {0, 2}))
@@ -238,7 +238,7 @@ def test_select_projects_positions_but_keeps_interval() -> None:
 
 def test_select_of_unbound_variable_gives_empty_data() -> None:
     events = [ev("A"), ev("B")]
-    where = ast.Or(ast.As(A, "u"), B)
+    where = pattern.Or(pattern.As(A, "u"), B)
     assert run(where, events, select=("u",)) == ces((0, 0, {0}), (1, 1, set()))
 
 
@@ -265,7 +265,7 @@ def test_partition_by_several_attributes() -> None:
 
 def test_events_window_counts_positions_in_the_partition() -> None:
     events = [ev("A", k=0), ev("C", k=1), ev("C", k=1), ev("B", k=0)]
-    window = ast.Window(ast.WindowKind.EVENTS, 1)
+    window = pattern.Window(pattern.WindowKind.EVENTS, 1)
     # Globally 0 and 3 are 3 apart; in partition k=0 they are adjacent.
     assert run(seq(A, B), events, partition_by=("k",), within=window) == {(0, 3, (0, 3), (0,))}
     assert run(seq(A, B), events, within=window) == set()
@@ -276,41 +276,43 @@ def test_events_window_counts_positions_in_the_partition() -> None:
 
 def test_events_window_zero_keeps_single_events_only() -> None:
     events = [ev("A"), ev("A")]
-    window = ast.Window(ast.WindowKind.EVENTS, 0)
-    assert run(ast.Plus(A), events, within=window) == ces((0, 0, {0}), (1, 1, {1}))
+    window = pattern.Window(pattern.WindowKind.EVENTS, 0)
+    assert run(pattern.Plus(A), events, within=window) == ces((0, 0, {0}), (1, 1, {1}))
 
 
 def test_attribute_window() -> None:
     events = [ev("A", t=0), ev("A", t=2), ev("B", t=5), ev("B", t=6)]
-    window = ast.Window(ast.WindowKind.ATTRIBUTE, 4, attr="t")
+    window = pattern.Window(pattern.WindowKind.ATTRIBUTE, 4, attr="t")
     # 6 - 0 > 4, 5 - 0 > 4; the others are within 4.
     assert run(seq(A, B), events, within=window) == ces((1, 2, {1, 2}), (1, 3, {1, 3}))
 
 
 def test_attribute_window_drops_complex_events_without_clock_at_the_ends() -> None:
     events = [ev("A"), ev("A", t=1), ev("C"), ev("B", t=2), ev("B", t="late")]
-    window = ast.Window(ast.WindowKind.ATTRIBUTE, 10, attr="t")
+    window = pattern.Window(pattern.WindowKind.ATTRIBUTE, 10, attr="t")
     # Event 0 has no t, event 4 a non-numeric t: no complex event may start or
     # end there; a clockless event in the middle (2) is fine.
-    where = seq(A, ast.Plus(ast.Or(B, C)))
+    where = seq(A, pattern.Plus(pattern.Or(B, C)))
     assert run(where, events, within=window) == ces((1, 3, {1, 3}), (1, 3, {1, 2, 3}))
 
 
 def test_late_events_are_removed_before_evaluation() -> None:
     events = [ev("A", t=5), ev("B", t=3), ev("B", t=5), ev("A"), ev("B", t=6)]
-    window = ast.Window(ast.WindowKind.ATTRIBUTE, 100, attr="t")
+    window = pattern.Window(pattern.WindowKind.ATTRIBUTE, 100, attr="t")
     # Event 1 (t=3 after t=5) is late and never matches, even as a B.
     # Event 3 has no clock: kept, but it can only sit strictly inside a match.
     assert run(seq(A, B), events, within=window) == ces(
         (0, 2, {0, 2}),
         (0, 4, {0, 4}),
     )
-    assert run(ast.Plus(B), events, within=window) == ces((2, 2, {2}), (4, 4, {4}), (2, 4, {2, 4}))
+    assert run(pattern.Plus(B), events, within=window) == ces(
+        (2, 2, {2}), (4, 4, {4}), (2, 4, {2, 4})
+    )
 
 
 def test_late_events_are_judged_per_partition() -> None:
     events = [ev("A", k=0, t=5), ev("A", k=1, t=1), ev("B", k=1, t=2), ev("B", k=0, t=4)]
-    window = ast.Window(ast.WindowKind.ATTRIBUTE, 10, attr="t")
+    window = pattern.Window(pattern.WindowKind.ATTRIBUTE, 10, attr="t")
     # t=1 after t=5 is late globally but not inside partition k=1; event 3 is
     # late in partition k=0.
     got = run(seq(A, B), events, within=window, partition_by=("k",))
@@ -323,8 +325,10 @@ def test_time_window_uses_time_field_in_milliseconds() -> None:
         {"type": "B", "timestamp": 1000},
         {"type": "B", "timestamp": 2500},
     ]
-    query = ast.Query(
-        where=seq(A, B), streams=("S",), within=ast.Window(ast.WindowKind.TIME, 2, unit="SECONDS")
+    query = pattern.Pattern(
+        where=seq(A, B),
+        streams=("S",),
+        within=pattern.Window(pattern.WindowKind.TIME, 2, unit="SECONDS"),
     )
     assert oracle_eval(query, events) == ces((0, 1, {0, 1}))
     renamed = [{"kind": e["type"], "ts": e["timestamp"]} for e in events]
@@ -348,50 +352,56 @@ def test_time_window_uses_time_field_in_milliseconds() -> None:
         (cmp("x", "=", True), {"x": True}, True),
         (cmp("x", "<", True), {"x": False}, False),
         (cmp("x", "<", "b"), {"x": "a"}, True),
-        (ast.PNot(cmp("x", "=", 1)), {}, True),
-        (ast.PNot(cmp("x", "=", 1)), {"x": 1}, False),
-        (ast.InList(ast.Attr("x"), (ast.Const(1), ast.Const(2))), {"x": 2}, True),
-        (ast.InList(ast.Attr("x"), (ast.Const(1),)), {}, False),
-        (ast.InList(ast.Attr("x"), (ast.Const(1),), negated=True), {"x": 2}, True),
-        (ast.InList(ast.Attr("x"), (ast.Const(1),), negated=True), {}, True),
-        (ast.InRange(ast.Attr("x"), ast.Const(1), ast.Const(3)), {"x": 3}, True),
-        (ast.InRange(ast.Attr("x"), ast.Const(1), ast.Const(3)), {"x": 4}, False),
-        (ast.InRange(ast.Attr("x"), ast.Const(1), ast.Const(3)), {"x": "2"}, False),
-        (ast.Like(ast.Attr("s"), "a.c"), {"s": "abc"}, True),
-        (ast.Like(ast.Attr("s"), "a.c"), {"s": "abcd"}, False),
-        (ast.Like(ast.Attr("s"), "a.c"), {"s": 5}, False),
-        (ast.Like(ast.Attr("s"), "a.c", negated=True), {"s": "abcd"}, True),
-        (ast.BoolLit(False), {}, False),
+        (pattern.PNot(cmp("x", "=", 1)), {}, True),
+        (pattern.PNot(cmp("x", "=", 1)), {"x": 1}, False),
+        (pattern.InList(pattern.Attr("x"), (pattern.Const(1), pattern.Const(2))), {"x": 2}, True),
+        (pattern.InList(pattern.Attr("x"), (pattern.Const(1),)), {}, False),
+        (pattern.InList(pattern.Attr("x"), (pattern.Const(1),), negated=True), {"x": 2}, True),
+        (pattern.InList(pattern.Attr("x"), (pattern.Const(1),), negated=True), {}, True),
+        (pattern.InRange(pattern.Attr("x"), pattern.Const(1), pattern.Const(3)), {"x": 3}, True),
+        (pattern.InRange(pattern.Attr("x"), pattern.Const(1), pattern.Const(3)), {"x": 4}, False),
+        (pattern.InRange(pattern.Attr("x"), pattern.Const(1), pattern.Const(3)), {"x": "2"}, False),
+        (pattern.Like(pattern.Attr("s"), "a.c"), {"s": "abc"}, True),
+        (pattern.Like(pattern.Attr("s"), "a.c"), {"s": "abcd"}, False),
+        (pattern.Like(pattern.Attr("s"), "a.c"), {"s": 5}, False),
+        (pattern.Like(pattern.Attr("s"), "a.c", negated=True), {"s": "abcd"}, True),
+        (pattern.BoolLit(False), {}, False),
         (
-            ast.Compare(">", ast.Arith("+", ast.Attr("x"), ast.Attr("y")), ast.Const(2)),
+            pattern.Compare(
+                ">", pattern.Arith("+", pattern.Attr("x"), pattern.Attr("y")), pattern.Const(2)
+            ),
             {"x": 1, "y": 2},
             True,
         ),
         (
-            ast.Compare(">", ast.Arith("+", ast.Attr("x"), ast.Attr("y")), ast.Const(2)),
+            pattern.Compare(
+                ">", pattern.Arith("+", pattern.Attr("x"), pattern.Attr("y")), pattern.Const(2)
+            ),
             {"x": 1},
             False,
         ),
         (
-            ast.Compare("!=", ast.Arith("/", ast.Attr("x"), ast.Attr("y")), ast.Const(2)),
+            pattern.Compare(
+                "!=", pattern.Arith("/", pattern.Attr("x"), pattern.Attr("y")), pattern.Const(2)
+            ),
             {"x": 1, "y": 0},
             False,
         ),
-        (ast.Compare("=", ast.Neg(ast.Attr("x")), ast.Const(-2)), {"x": 2}, True),
-        (ast.Compare("=", ast.Attr("x"), ast.Attr("y")), {"x": 1, "y": 1}, True),
-        (ast.PAnd(cmp("x", ">=", 1), cmp("y", "<", 1)), {"x": 1, "y": 0}, True),
-        (ast.POr(cmp("x", ">=", 1), cmp("y", "<", 1)), {"x": 0, "y": 1}, False),
+        (pattern.Compare("=", pattern.Neg(pattern.Attr("x")), pattern.Const(-2)), {"x": 2}, True),
+        (pattern.Compare("=", pattern.Attr("x"), pattern.Attr("y")), {"x": 1, "y": 1}, True),
+        (pattern.PAnd(cmp("x", ">=", 1), cmp("y", "<", 1)), {"x": 1, "y": 0}, True),
+        (pattern.POr(cmp("x", ">=", 1), cmp("y", "<", 1)), {"x": 0, "y": 1}, False),
     ],
 )
-def test_predicate_semantics(pred: ast.Pred, event: dict[str, Any], expected: bool) -> None:
+def test_predicate_semantics(pred: pattern.Pred, event: dict[str, Any], expected: bool) -> None:
     assert holds(pred, event) is expected
 
 
 def test_missing_values_in_a_query() -> None:
     events = [ev("A", x=1), ev("A"), ev("A", x=None), ev("A", x=2)]
-    not_one = ast.Filter(A, atom("A", cmp("x", "!=", 1)))
+    not_one = pattern.Filter(A, atom("A", cmp("x", "!=", 1)))
     assert run(not_one, events) == ces((3, 3, {3}))
-    negated = ast.Filter(A, atom("A", ast.PNot(cmp("x", "=", 1))))
+    negated = pattern.Filter(A, atom("A", pattern.PNot(cmp("x", "=", 1))))
     assert run(negated, events) == ces((1, 1, {1}), (2, 2, {2}), (3, 3, {3}))
 
 
@@ -405,21 +415,23 @@ def test_plus_equals_its_unrolling(data: st.DataObject) -> None:
     query = data.draw(queries(max_size=3, max_plus_depth=1))
     events = data.draw(streams(max_size=5))
     body = query.where
-    plus = ast.Plus(body)
-    unrolled: ast.Formula = body
-    chain: ast.Formula = body
+    plus = pattern.Plus(body)
+    unrolled: pattern.Formula = body
+    chain: pattern.Formula = body
     for _ in range(1, len(events)):
-        chain = ast.Seq(chain, body)
-        unrolled = ast.Or(unrolled, chain)
+        chain = pattern.Seq(chain, body)
+        unrolled = pattern.Or(unrolled, chain)
     assert evaluate_formula(plus, events) == evaluate_formula(unrolled, events)
 
 
 @settings(max_examples=300, deadline=None, database=None)
 @given(
-    query=queries(strategies=tuple(ast.Strategy), consumes=tuple(ast.Consume), limits=True),
+    query=queries(strategies=tuple(pattern.Strategy), consumes=tuple(pattern.Consume), limits=True),
     events=streams(),
 )
-def test_oracle_runs_on_generated_inputs(query: ast.Query, events: list[dict[str, Any]]) -> None:
+def test_oracle_runs_on_generated_inputs(
+    query: pattern.Pattern, events: list[dict[str, Any]]
+) -> None:
     by_end = oracle_by_end(query, events, time_field="t")
     for end, results in by_end.items():
         assert results
@@ -475,16 +487,16 @@ def test_is_contiguous() -> None:
 
 def test_select_positions_by_hand() -> None:
     candidates = {fs(1, 8), fs(5, 8), fs(7, 8), fs(1, 5, 8)}
-    assert select_positions(ast.Strategy.ALL, candidates) == candidates
-    assert select_positions(ast.Strategy.STRICT, candidates) == {fs(7, 8)}
-    assert select_positions(ast.Strategy.NEXT, candidates) == {fs(1, 5, 8)}
-    assert select_positions(ast.Strategy.LAST, candidates) == {fs(7, 8)}
-    assert select_positions(ast.Strategy.MAX, candidates) == {fs(1, 5, 8), fs(7, 8)}
-    for strategy in ast.Strategy:
+    assert select_positions(pattern.Strategy.ALL, candidates) == candidates
+    assert select_positions(pattern.Strategy.STRICT, candidates) == {fs(7, 8)}
+    assert select_positions(pattern.Strategy.NEXT, candidates) == {fs(1, 5, 8)}
+    assert select_positions(pattern.Strategy.LAST, candidates) == {fs(7, 8)}
+    assert select_positions(pattern.Strategy.MAX, candidates) == {fs(1, 5, 8), fs(7, 8)}
+    for strategy in pattern.Strategy:
         assert select_positions(strategy, set()) == set()
 
 
-def _with(query: ast.Query, **changes: Any) -> ast.Query:
+def _with(query: pattern.Pattern, **changes: Any) -> pattern.Pattern:
     return dataclasses.replace(query, **changes)
 
 
@@ -497,19 +509,25 @@ def _positions_by_end(results: set[OracleResult]) -> dict[tuple[int, Any], set[t
 
 @settings(max_examples=300, deadline=None, database=None)
 @given(query=queries(), events=streams())
-def test_strategies_are_related_as_expected(query: ast.Query, events: list[dict[str, Any]]) -> None:
+def test_strategies_are_related_as_expected(
+    query: pattern.Pattern, events: list[dict[str, Any]]
+) -> None:
     """STRICT ⊆ ALL and NEXT, LAST ⊆ MAX ⊆ ALL; NEXT and LAST keep one set of
     positions per end and substream; a complex event is kept exactly when a kept
     one has the same end, key and positions (the start does not matter)."""
-    run = {s: oracle_eval(_with(query, strategy=s), events, time_field="t") for s in ast.Strategy}
-    every = run[ast.Strategy.ALL]
-    assert run[ast.Strategy.STRICT] <= every
-    assert run[ast.Strategy.MAX] <= every
-    assert run[ast.Strategy.NEXT] <= run[ast.Strategy.MAX]
-    assert run[ast.Strategy.LAST] <= run[ast.Strategy.MAX]
+    run = {
+        s: oracle_eval(_with(query, strategy=s), events, time_field="t") for s in pattern.Strategy
+    }
+    every = run[pattern.Strategy.ALL]
+    assert run[pattern.Strategy.STRICT] <= every
+    assert run[pattern.Strategy.MAX] <= every
+    assert run[pattern.Strategy.NEXT] <= run[pattern.Strategy.MAX]
+    assert run[pattern.Strategy.LAST] <= run[pattern.Strategy.MAX]
     if query.within is None:  # a window may drop the selected set at some ends
-        assert _positions_by_end(every).keys() == _positions_by_end(run[ast.Strategy.NEXT]).keys()
-    for strategy in (ast.Strategy.NEXT, ast.Strategy.LAST):
+        assert (
+            _positions_by_end(every).keys() == _positions_by_end(run[pattern.Strategy.NEXT]).keys()
+        )
+    for strategy in (pattern.Strategy.NEXT, pattern.Strategy.LAST):
         for positions in _positions_by_end(run[strategy]).values():
             assert len(positions) == 1
     for strategy, results in run.items():
@@ -521,49 +539,49 @@ def test_strategies_are_related_as_expected(query: ast.Query, events: list[dict[
 
 
 @settings(max_examples=300, deadline=None, database=None)
-@given(query=queries(strategies=tuple(ast.Strategy)), events=streams())
+@given(query=queries(strategies=tuple(pattern.Strategy)), events=streams())
 def test_consume_by_partition_without_partition_by_is_any(
-    query: ast.Query, events: list[dict[str, Any]]
+    query: pattern.Pattern, events: list[dict[str, Any]]
 ) -> None:
     query = _with(query, partition_by=())
-    assert oracle_eval(_with(query, consume=ast.Consume.PARTITION), events, time_field="t") == (
-        oracle_eval(_with(query, consume=ast.Consume.ANY), events, time_field="t")
+    assert oracle_eval(_with(query, consume=pattern.Consume.PARTITION), events, time_field="t") == (
+        oracle_eval(_with(query, consume=pattern.Consume.ANY), events, time_field="t")
     )
 
 
 @settings(max_examples=300, deadline=None, database=None)
 @given(query=queries(), events=streams())
 def test_consumption_under_all_keeps_a_subset_starting_after_each_output(
-    query: ast.Query, events: list[dict[str, Any]]
+    query: pattern.Pattern, events: list[dict[str, Any]]
 ) -> None:
     """With SELECT ALL, consuming only removes complex events, and every output
     starts after the previous output's end (of any substream for ANY, of its own
     for PARTITION)."""
     everything = oracle_eval(query, events, time_field="t")
-    for consume in (ast.Consume.ANY, ast.Consume.PARTITION):
+    for consume in (pattern.Consume.ANY, pattern.Consume.PARTITION):
         by_end = oracle_by_end(_with(query, consume=consume), events, time_field="t")
         assert set().union(*by_end.values()) <= everything
         last_output: dict[Any, int] = {}
         for end in sorted(by_end):
             for start, _, _, key in by_end[end]:
-                scope = None if consume is ast.Consume.ANY else key
+                scope = None if consume is pattern.Consume.ANY else key
                 assert start > last_output.get(scope, -1)
             for _, _, _, key in by_end[end]:
-                last_output[None if consume is ast.Consume.ANY else key] = end
+                last_output[None if consume is pattern.Consume.ANY else key] = end
 
 
 @settings(max_examples=300, deadline=None, database=None)
-@given(query=queries(strategies=tuple(ast.Strategy), partitions=False), events=streams())
+@given(query=queries(strategies=tuple(pattern.Strategy), partitions=False), events=streams())
 def test_consume_by_any_is_a_restart_on_the_rest_of_the_stream(
-    query: ast.Query, events: list[dict[str, Any]]
+    query: pattern.Pattern, events: list[dict[str, Any]]
 ) -> None:
     """A second, recursive reading of CONSUME BY ANY: up to the first output it
     agrees with no consumption; after an output at j it is the same query on
     ``events[j + 1:]``, positions shifted by j + 1. (Without PARTITION BY and
     clock windows, whose late events depend on what came before.)"""
-    if query.within is not None and query.within.kind is not ast.WindowKind.EVENTS:
+    if query.within is not None and query.within.kind is not pattern.WindowKind.EVENTS:
         query = _with(query, within=None)
-    consuming = _with(query, consume=ast.Consume.ANY)
+    consuming = _with(query, consume=pattern.Consume.ANY)
     got = oracle_by_end(consuming, events, time_field="t")
     plain = oracle_by_end(query, events, time_field="t")
     if not plain:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared import compile_query
+from cerfleet import compile_query
 
 
 @pytest.mark.parametrize(

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from shared.ceql.parser import parse_and_check
-from shared.query import compile_query
+from cerfleet.ceql.parser import parse_and_check
+from cerfleet.query import compile_query
 from tests.shared.oracle import OracleResult, oracle_eval
 
 Stream = list[dict[str, Any]]

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.errors import SnapshotError
-from workers import checkpoint as checkpoint_module
-from workers.checkpoint import (
+from cerfleet.errors import SnapshotError
+from cerfleet.workers import checkpoint as checkpoint_module
+from cerfleet.workers.checkpoint import (
     CHUNK_HEADER,
     CHUNK_SIZE,
     MAGIC,

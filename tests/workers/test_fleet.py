@@ -21,9 +21,9 @@ import pytest
 
 from benchmarks.datasets import stock, to_dicts
 from benchmarks.fleet import GLOBAL, PARTITIONED, QUERIES
-from coordinator.registry import QuerySpec, write
-from coordinator.topics import TopicError, partition_count
-from shared.query import compile_query
+from cerfleet.fleet.registry import QuerySpec, write
+from cerfleet.fleet.topics import TopicError, partition_count
+from cerfleet.query import compile_query
 from tests.fleet import Fleet, TopicReader
 from tests.kafka_broker import KafkaBroker
 

@@ -8,10 +8,10 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.keyed import ORIGIN_HEADER
-from coordinator.registry import NAME_PATTERN
-from shared.complex_event import ComplexEvent
-from workers.outputs import (
+from cerfleet.complex_event import ComplexEvent
+from cerfleet.fleet.keyed import ORIGIN_HEADER
+from cerfleet.fleet.registry import NAME_PATTERN
+from cerfleet.workers.outputs import (
     SOURCE_FIELD,
     origin,
     output_key,

@@ -20,11 +20,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.registry import QuerySpec, Registered, RegistryHistory
-from workers.catalog import Catalog
-from workers.checkpoint import Checkpoint
-from workers.outputs import SOURCE_FIELD
-from workers.partition import DeadLetter, Output, PartitionState, Record
+from cerfleet.fleet.registry import QuerySpec, Registered, RegistryHistory
+from cerfleet.workers.catalog import Catalog
+from cerfleet.workers.checkpoint import Checkpoint
+from cerfleet.workers.outputs import SOURCE_FIELD
+from cerfleet.workers.partition import DeadLetter, Output, PartitionState, Record
 
 PREFIX = "k."
 INPUT = "in"

@@ -19,14 +19,14 @@ import pytest
 
 from benchmarks.datasets import stock, to_dicts
 from benchmarks.fleet import GLOBAL, PARTITIONED
-from coordinator.registry import QuerySpec, write
-from coordinator.settings import WorkerSettings
-from coordinator.topics import TopicError, partition_count
+from cerfleet.fleet.registry import QuerySpec, write
+from cerfleet.fleet.settings import WorkerSettings
+from cerfleet.fleet.topics import TopicError, partition_count
+from cerfleet.workers import worker as worker_module
+from cerfleet.workers.worker import Worker
 from tests.fleet import FAST_GROUPS, Fleet, TopicReader
 from tests.kafka_broker import KafkaBroker
 from tests.workers.test_fleet import delivered, expected
-from workers import worker as worker_module
-from workers.worker import Worker
 
 N_EVENTS = 20_000
 
@@ -178,7 +178,7 @@ def test_an_output_topic_that_cannot_be_created_pauses_only_its_partitions(
     """The worker stays up and healthy, keeps publishing the other queries' outputs,
     reports the topic, and once the topic can be created (by itself on a retry, or by
     the worker taking over after it stopped) every output is published exactly once."""
-    caplog.set_level(logging.INFO, logger="workers.worker")
+    caplog.set_level(logging.INFO, logger="cerfleet.workers.worker")
     source = fleet.topic("stock")
     ok_out = fleet.topic("out-global", 4)
     missing_out = f"{fleet.prefix}.out-partitioned"

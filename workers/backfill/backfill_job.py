@@ -29,20 +29,20 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from coordinator.process import settings_from_args
-from coordinator.settings import FleetSettings
-from shared.errors import CerfleetError
-from workers.backfill.entry import job_main
-from workers.backfill.job_query import JobQuery
-from workers.backfill.options import add_backfill_arguments, check_backfill, time_bound
-from workers.backfill.placement import longest_first, place
-from workers.backfill.prepare import prepare_batches
-from workers.backfill.schemas import BAD, GOOD, MATCH, PREPARED, RESULT
-from workers.backfill.sinks import PRODUCED, produce_batches
-from workers.backfill.slices import SlicePlan, label_bases, slice_epsilon
-from workers.backfill.sources import archive_source, jsonl_source, kafka_source
-from workers.backfill.spark_session import session, spark_schema
-from workers.backfill.units import Bases, evaluate_batches
+from cerfleet.errors import CerfleetError
+from cerfleet.fleet.service import settings_from_args
+from cerfleet.fleet.settings import FleetSettings
+from cerfleet.workers.backfill.entry import job_main
+from cerfleet.workers.backfill.job_query import JobQuery
+from cerfleet.workers.backfill.options import add_backfill_arguments, check_backfill, time_bound
+from cerfleet.workers.backfill.placement import longest_first, place
+from cerfleet.workers.backfill.prepare import prepare_batches
+from cerfleet.workers.backfill.schemas import BAD, GOOD, MATCH, PREPARED, RESULT
+from cerfleet.workers.backfill.sinks import PRODUCED, produce_batches
+from cerfleet.workers.backfill.slices import SlicePlan, label_bases, slice_epsilon
+from cerfleet.workers.backfill.sources import archive_source, jsonl_source, kafka_source
+from cerfleet.workers.backfill.spark_session import session, spark_schema
+from cerfleet.workers.backfill.units import Bases, evaluate_batches
 
 __all__ = ["Evaluation", "evaluate", "main"]
 
@@ -161,7 +161,7 @@ def _resolve(args: argparse.Namespace, settings: FleetSettings) -> tuple[JobQuer
     job = check_backfill(args)
     if job is not None:
         return job, list(args.topics or [])
-    from coordinator.registry import Registry
+    from cerfleet.fleet.registry import Registry
 
     registry = Registry(settings.client_config(), settings.registry_topic)
     try:

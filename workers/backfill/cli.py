@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from workers.backfill.options import add_backfill_arguments, add_compact_arguments
+from cerfleet.workers.backfill.options import add_backfill_arguments, add_compact_arguments
 
 __all__ = ["register"]
 
@@ -35,20 +35,20 @@ def register(subparsers: Any) -> None:
 
 
 def _spark(parser: argparse.ArgumentParser) -> None:
-    from workers.backfill.submit import add_spark_options
+    from cerfleet.workers.backfill.submit import add_spark_options
 
     add_spark_options(parser)
 
 
 def _compact(args: argparse.Namespace) -> int:
-    from workers.backfill.submit import submit
+    from cerfleet.workers.backfill.submit import submit
 
     return submit("compact", args, add_compact_arguments)
 
 
 def _backfill(args: argparse.Namespace) -> int:
-    from workers.backfill.options import check_backfill
-    from workers.backfill.submit import submit
+    from cerfleet.workers.backfill.options import check_backfill
+    from cerfleet.workers.backfill.submit import submit
 
     check_backfill(args)  # what the job would find only after Spark started: now
     return submit("backfill", args, add_backfill_arguments)

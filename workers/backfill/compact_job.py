@@ -23,14 +23,14 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from coordinator.process import settings_from_args
-from coordinator.settings import FleetSettings
-from shared.errors import CerfleetError
-from workers.backfill.entry import job_main
-from workers.backfill.options import add_compact_arguments, time_bound
-from workers.backfill.schemas import ARCHIVE, COORDINATES
-from workers.backfill.sources import jsonl_source, kafka_source
-from workers.backfill.spark_session import session, spark_schema
+from cerfleet.errors import CerfleetError
+from cerfleet.fleet.service import settings_from_args
+from cerfleet.fleet.settings import FleetSettings
+from cerfleet.workers.backfill.entry import job_main
+from cerfleet.workers.backfill.options import add_compact_arguments, time_bound
+from cerfleet.workers.backfill.schemas import ARCHIVE, COORDINATES
+from cerfleet.workers.backfill.sources import jsonl_source, kafka_source
+from cerfleet.workers.backfill.spark_session import session, spark_schema
 
 __all__ = ["compact", "main"]
 

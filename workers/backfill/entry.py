@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from shared.errors import CerfleetError
+from cerfleet.errors import CerfleetError
 
 __all__ = ["job_main"]
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import orjson
 import pyarrow as pa
 
-from shared.events.timestamps import parse_timestamp
-from workers.backfill.schemas import ARCHIVE, dates_of
+from cerfleet.events.timestamps import parse_timestamp
+from cerfleet.workers.backfill.schemas import ARCHIVE, dates_of
 
 __all__ = ["jsonl_batches"]
 

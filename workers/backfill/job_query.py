@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from shared.ceql.ast import Consume
-from shared.errors import CerfleetError
-from shared.query import CompiledQuery, compile_query
+from cerfleet.errors import CerfleetError
+from cerfleet.pattern import Consume
+from cerfleet.query import CompiledQuery, compile_query
 
 
 @dataclass(frozen=True)

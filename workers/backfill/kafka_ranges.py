@@ -22,8 +22,8 @@ from typing import Any
 import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from shared.errors import CerfleetError
-from workers.backfill.schemas import ARCHIVE, dates_of
+from cerfleet.errors import CerfleetError
+from cerfleet.workers.backfill.schemas import ARCHIVE, dates_of
 
 __all__ = ["RANGE_SCHEMA", "OffsetRange", "plan_ranges", "read_range", "read_ranges"]
 

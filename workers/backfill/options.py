@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from coordinator.process import add_fleet_options
-from shared.errors import CerfleetError
-from shared.events.timestamps import parse_timestamp
-from workers.backfill.job_query import JobQuery
+from cerfleet.errors import CerfleetError
+from cerfleet.events.timestamps import parse_timestamp
+from cerfleet.fleet.service import add_fleet_options
+from cerfleet.workers.backfill.job_query import JobQuery
 
 __all__ = ["add_backfill_arguments", "add_compact_arguments", "check_backfill", "time_bound"]
 

@@ -14,11 +14,11 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from coordinator.event_values import Rejected, decode_event
-from coordinator.keyed import key_of
-from shared.events.timestamps import parse_timestamp
-from workers.backfill.job_query import JobQuery
-from workers.backfill.schemas import BAD, GOOD, PREPARED, UNKEYED
+from cerfleet.events.timestamps import parse_timestamp
+from cerfleet.fleet.keyed import key_of
+from cerfleet.fleet.records import Rejected, decode_event
+from cerfleet.workers.backfill.job_query import JobQuery
+from cerfleet.workers.backfill.schemas import BAD, GOOD, PREPARED, UNKEYED
 
 __all__ = ["prepare", "prepare_batches"]
 

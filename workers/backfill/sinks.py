@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import pyarrow as pa
 from confluent_kafka import KafkaError, Producer
 
-from coordinator.keyed import ERROR_HEADER, QUERY_HEADER, SRC_HEADER, encode_src
-from shared.errors import CerfleetError
+from cerfleet.errors import CerfleetError
+from cerfleet.fleet.keyed import ERROR_HEADER, QUERY_HEADER, SRC_HEADER, encode_src
 
 __all__ = ["BACKFILL_HEADER", "PRODUCED", "produce_batches"]
 

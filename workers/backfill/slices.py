@@ -29,26 +29,26 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from shared.ceql import ast
-from shared.query import CompiledQuery
+from cerfleet import pattern
+from cerfleet.query import CompiledQuery
 
 __all__ = ["SlicePlan", "label_bases", "slice_epsilon"]
 
-_SLICEABLE = (ast.Strategy.ALL, ast.Strategy.STRICT)
+_SLICEABLE = (pattern.Strategy.ALL, pattern.Strategy.STRICT)
 
 
 def slice_epsilon(query: CompiledQuery, time_field: str) -> float | None:
     """ε in ``t`` units (ms) when ``query`` can run in time slices, else None."""
-    within = query.ast.within
+    within = query.pattern.within
     if (
         query.partitioned
         or within is None
-        or query.consume is not ast.Consume.NONE
+        or query.consume is not pattern.Consume.NONE
         or query.strategy not in _SLICEABLE
     ):
         return None
-    if within.kind is ast.WindowKind.TIME or (
-        within.kind is ast.WindowKind.ATTRIBUTE and within.attr == time_field
+    if within.kind is pattern.WindowKind.TIME or (
+        within.kind is pattern.WindowKind.ATTRIBUTE and within.attr == time_field
     ):
         epsilon = float(query.epsilon)
         return epsilon if math.isfinite(epsilon) else None

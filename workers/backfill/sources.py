@@ -9,10 +9,10 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from workers.backfill.files import jsonl_batches
-from workers.backfill.kafka_ranges import RANGE_SCHEMA, plan_ranges, read_ranges
-from workers.backfill.schemas import ARCHIVE, dates_of
-from workers.backfill.spark_session import spark_schema
+from cerfleet.workers.backfill.files import jsonl_batches
+from cerfleet.workers.backfill.kafka_ranges import RANGE_SCHEMA, plan_ranges, read_ranges
+from cerfleet.workers.backfill.schemas import ARCHIVE, dates_of
+from cerfleet.workers.backfill.spark_session import spark_schema
 
 __all__ = ["archive_source", "jsonl_source", "kafka_source"]
 

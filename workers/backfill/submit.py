@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from shared.errors import CerfleetError
+from cerfleet.errors import CerfleetError
 
 __all__ = ["add_spark_options", "job_argv", "spark_submit_command", "submit"]
 

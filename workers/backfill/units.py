@@ -21,11 +21,11 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from shared.evaluation.query_evaluator import QueryEvaluator
-from shared.events.columns import columns_of
-from workers.backfill.job_query import JobQuery
-from workers.backfill.schemas import BAD, BAD_RECORD, GOOD, MATCH, RESULT, STATS, UNKEYED
-from workers.outputs import output_key, record_value
+from cerfleet.evaluation.query_evaluator import QueryEvaluator
+from cerfleet.events.columns import columns_of
+from cerfleet.workers.backfill.job_query import JobQuery
+from cerfleet.workers.backfill.schemas import BAD, BAD_RECORD, GOOD, MATCH, RESULT, STATS, UNKEYED
+from cerfleet.workers.outputs import output_key, record_value
 
 __all__ = ["UnitRunner", "evaluate_batches"]
 

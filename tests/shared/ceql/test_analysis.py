@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from shared.ceql import ast
-from shared.ceql.analysis import bindings, check, event_types
-from shared.ceql.parser import parse, parse_and_check
-from shared.errors import CEQLError
+from cerfleet import pattern
+from cerfleet.ceql.analysis import bindings, check, event_types
+from cerfleet.ceql.parser import parse, parse_and_check
+from cerfleet.errors import CEQLError
 
 SCHEMA = """DECLARE STREAM Stock {
     EVENT SELL { name: string, price: double, volume: int, stock_time: primary_time },
@@ -150,7 +150,7 @@ def test_invalid_regex() -> None:
 
 
 def test_check_accepts_hand_built_queries_without_spans() -> None:
-    query = ast.Query(where=ast.EventType("A"), select=("nope",))
+    query = pattern.Pattern(where=pattern.EventType("A"), select=("nope",))
     with pytest.raises(CEQLError) as info:
         check(query, "")
     assert (info.value.line, info.value.column) == (1, 1)

@@ -8,8 +8,10 @@ import pytest
 from lark import Lark
 from lark.lexer import Lexer, LexerState, Token
 
-from shared.ceql import ast
-from shared.ceql.ast import (
+from cerfleet import pattern
+from cerfleet.ceql.parser import parse
+from cerfleet.errors import CEQLError
+from cerfleet.pattern import (
     As,
     Attr,
     Compare,
@@ -24,27 +26,25 @@ from shared.ceql.ast import (
     Seq,
     Span,
 )
-from shared.ceql.parser import parse
-from shared.errors import CEQLError
 
 A, B, C, D = (EventType(n) for n in "ABCD")
 
 
-def where(cel: str) -> ast.Formula:
+def where(cel: str) -> pattern.Formula:
     return parse(f"SELECT * FROM S WHERE {cel}").where
 
 
-def filter_of(cel: str) -> ast.FilterExpr:
+def filter_of(cel: str) -> pattern.FilterExpr:
     formula = where(cel)
     assert isinstance(formula, Filter)
     return formula.filter
 
 
-def atom(var: str, attr: str, op: str, value: ast.Scalar) -> FilterAtom:
+def atom(var: str, attr: str, op: str, value: pattern.Scalar) -> FilterAtom:
     return FilterAtom(var, Compare(op, Attr(attr), Const(value)))
 
 
-def pred(text: str) -> ast.Pred:
+def pred(text: str) -> pattern.Pred:
     formula = where(f"A FILTER A[{text}]")
     assert isinstance(formula, Filter) and isinstance(formula.filter, FilterAtom)
     return formula.filter.pred
@@ -66,7 +66,7 @@ class _NoLexer(Lexer):
 def test_grammar_is_lalr1_without_conflicts() -> None:
     # strict=True turns lark's silent "resolve shift/reduce as shift" into an error.
     Lark.open_from_package(
-        "shared.ceql", "grammar.lark", parser="lalr", lexer=_NoLexer, strict=True
+        "cerfleet.ceql", "grammar.lark", parser="lalr", lexer=_NoLexer, strict=True
     )
 
 
@@ -89,7 +89,7 @@ def test_grammar_is_lalr1_without_conflicts() -> None:
         ("((A))", A),
     ],
 )
-def test_cel_precedence(cel: str, expected: ast.Formula) -> None:
+def test_cel_precedence(cel: str, expected: pattern.Formula) -> None:
     assert where(cel) == expected
 
 
@@ -146,41 +146,43 @@ def test_comparison_operators_are_normalised() -> None:
 
 def test_arithmetic_precedence_and_parentheses() -> None:
     assert pred("(price + 1) * 2 > 10") == Compare(
-        ">", ast.Arith("*", ast.Arith("+", Attr("price"), Const(1)), Const(2)), Const(10)
+        ">", pattern.Arith("*", pattern.Arith("+", Attr("price"), Const(1)), Const(2)), Const(10)
     )
     assert pred("a + b * c - d % 2 >= -e") == Compare(
         ">=",
-        ast.Arith(
+        pattern.Arith(
             "-",
-            ast.Arith("+", Attr("a"), ast.Arith("*", Attr("b"), Attr("c"))),
-            ast.Arith("%", Attr("d"), Const(2)),
+            pattern.Arith("+", Attr("a"), pattern.Arith("*", Attr("b"), Attr("c"))),
+            pattern.Arith("%", Attr("d"), Const(2)),
         ),
-        ast.Neg(Attr("e")),
+        pattern.Neg(Attr("e")),
     )
-    assert pred("a / 2 < -3") == Compare("<", ast.Arith("/", Attr("a"), Const(2)), Const(-3))
+    assert pred("a / 2 < -3") == Compare("<", pattern.Arith("/", Attr("a"), Const(2)), Const(-3))
 
 
 def test_boolean_structure_of_predicates() -> None:
     a_gt = Compare(">", Attr("a"), Const(1))
     b_lt = Compare("<", Attr("b"), Const(2))
     c_eq = Compare("=", Attr("c"), Const(3))
-    assert pred("(a > 1 OR b < 2) AND NOT c = 3") == ast.PAnd(ast.POr(a_gt, b_lt), ast.PNot(c_eq))
-    assert pred("a > 1 OR b < 2 AND c = 3") == ast.POr(a_gt, ast.PAnd(b_lt, c_eq))
-    assert pred("NOT NOT (a > 1)") == ast.PNot(ast.PNot(a_gt))
-    assert pred("TRUE") == ast.BoolLit(True)
-    assert pred("false OR (true)") == ast.POr(ast.BoolLit(False), ast.BoolLit(True))
+    assert pred("(a > 1 OR b < 2) AND NOT c = 3") == pattern.PAnd(
+        pattern.POr(a_gt, b_lt), pattern.PNot(c_eq)
+    )
+    assert pred("a > 1 OR b < 2 AND c = 3") == pattern.POr(a_gt, pattern.PAnd(b_lt, c_eq))
+    assert pred("NOT NOT (a > 1)") == pattern.PNot(pattern.PNot(a_gt))
+    assert pred("TRUE") == pattern.BoolLit(True)
+    assert pred("false OR (true)") == pattern.POr(pattern.BoolLit(False), pattern.BoolLit(True))
     assert pred("flag = True") == Compare("=", Attr("flag"), Const(True))
 
 
 def test_in_range_and_like() -> None:
-    assert pred("name IN ('a', \"b\")") == ast.InList(Attr("name"), (Const("a"), Const("b")))
-    assert pred("v NOT IN (1, -2.5, true)") == ast.InList(
+    assert pred("name IN ('a', \"b\")") == pattern.InList(Attr("name"), (Const("a"), Const("b")))
+    assert pred("v NOT IN (1, -2.5, true)") == pattern.InList(
         Attr("v"), (Const(1), Const(-2.5), Const(True)), negated=True
     )
-    assert pred("v IN RANGE(-5, 10)") == ast.InRange(Attr("v"), Const(-5), Const(10))
-    assert pred("v not in range(1, 2)") == ast.InRange(Attr("v"), Const(1), Const(2), True)
-    assert pred(r"name LIKE 'MS\w+'") == ast.Like(Attr("name"), r"MS\w+")
-    assert pred("name NOT LIKE 'A.*'") == ast.Like(Attr("name"), "A.*", negated=True)
+    assert pred("v IN RANGE(-5, 10)") == pattern.InRange(Attr("v"), Const(-5), Const(10))
+    assert pred("v not in range(1, 2)") == pattern.InRange(Attr("v"), Const(1), Const(2), True)
+    assert pred(r"name LIKE 'MS\w+'") == pattern.Like(Attr("name"), r"MS\w+")
+    assert pred("name NOT LIKE 'A.*'") == pattern.Like(Attr("name"), "A.*", negated=True)
 
 
 def test_literals() -> None:
@@ -207,7 +209,7 @@ def test_conjunction_inside_one_bracket() -> None:
         As(EventType("TRIP"), "loc1"),
         FilterAtom(
             "loc1",
-            ast.PAnd(
+            pattern.PAnd(
                 Compare("=", Attr("pickup_loc"), Const("a")),
                 Compare("=", Attr("dropoff_loc"), Const("b")),
             ),
@@ -219,16 +221,16 @@ def test_keyword_spellings_are_attribute_names_inside_brackets() -> None:
     names = ["value", "name", "type", "time", "max", "last", "events", "range", "limit", "Select"]
     result = pred(" AND ".join(f"{n} = 1" for n in names))
     attrs = []
-    while isinstance(result, ast.PAnd):
+    while isinstance(result, pattern.PAnd):
         assert isinstance(result.right, Compare) and isinstance(result.right.left, Attr)
         attrs.append(result.right.left.name)
         result = result.left
     assert isinstance(result, Compare) and isinstance(result.left, Attr)
     assert [result.left.name, *reversed(attrs)] == names
-    assert pred("range IN RANGE(1, 2)") == ast.InRange(Attr("range"), Const(1), Const(2))
+    assert pred("range IN RANGE(1, 2)") == pattern.InRange(Attr("range"), Const(1), Const(2))
     query = parse("SELECT * FROM S WHERE A PARTITION BY [max, events] WITHIN 5 [limit]")
     assert query.partition_by == ("max", "events")
-    assert query.within == ast.Window(ast.WindowKind.ATTRIBUTE, 5, attr="limit")
+    assert query.within == pattern.Window(pattern.WindowKind.ATTRIBUTE, 5, attr="limit")
 
 
 # ------------------------------------------------------------------- clauses
@@ -236,16 +238,16 @@ def test_keyword_spellings_are_attribute_names_inside_brackets() -> None:
 
 def test_defaults() -> None:
     query = parse("SELECT * FROM S WHERE A")
-    assert query == ast.Query(where=A, streams=("S",))
-    assert query.select is None and query.strategy is ast.Strategy.ALL
-    assert query.consume is ast.Consume.NONE and query.limit is None and query.within is None
+    assert query == pattern.Pattern(where=A, streams=("S",))
+    assert query.select is None and query.strategy is pattern.Strategy.ALL
+    assert query.consume is pattern.Consume.NONE and query.limit is None and query.within is None
 
 
 def test_select_clause() -> None:
-    assert parse("SELECT MAX * FROM S WHERE A").strategy is ast.Strategy.MAX
+    assert parse("SELECT MAX * FROM S WHERE A").strategy is pattern.Strategy.MAX
     query = parse("SELECT LAST a, b FROM S WHERE A AS a ; B AS b")
-    assert (query.strategy, query.select) == (ast.Strategy.LAST, ("a", "b"))
-    for strategy in ast.Strategy:
+    assert (query.strategy, query.select) == (pattern.Strategy.LAST, ("a", "b"))
+    for strategy in pattern.Strategy:
         assert parse(f"SELECT {strategy.value} * FROM S WHERE A").strategy is strategy
 
 
@@ -261,16 +263,19 @@ def test_partition_by_flattens_groups() -> None:
 @pytest.mark.parametrize(
     ("text", "window"),
     [
-        ("10 EVENTS", ast.Window(ast.WindowKind.EVENTS, 10)),
-        ("1 event", ast.Window(ast.WindowKind.EVENTS, 1)),
-        ("1 minute", ast.Window(ast.WindowKind.TIME, 1, unit="MINUTES")),
-        ("2.5 Seconds", ast.Window(ast.WindowKind.TIME, 2.5, unit="SECONDS")),
-        ("3 HOUR", ast.Window(ast.WindowKind.TIME, 3, unit="HOURS")),
-        ("500 millisecond", ast.Window(ast.WindowKind.TIME, 500, unit="MILLISECONDS")),
-        ("10000 [stock_time]", ast.Window(ast.WindowKind.ATTRIBUTE, 10000, attr="stock_time")),
+        ("10 EVENTS", pattern.Window(pattern.WindowKind.EVENTS, 10)),
+        ("1 event", pattern.Window(pattern.WindowKind.EVENTS, 1)),
+        ("1 minute", pattern.Window(pattern.WindowKind.TIME, 1, unit="MINUTES")),
+        ("2.5 Seconds", pattern.Window(pattern.WindowKind.TIME, 2.5, unit="SECONDS")),
+        ("3 HOUR", pattern.Window(pattern.WindowKind.TIME, 3, unit="HOURS")),
+        ("500 millisecond", pattern.Window(pattern.WindowKind.TIME, 500, unit="MILLISECONDS")),
+        (
+            "10000 [stock_time]",
+            pattern.Window(pattern.WindowKind.ATTRIBUTE, 10000, attr="stock_time"),
+        ),
     ],
 )
-def test_within(text: str, window: ast.Window) -> None:
+def test_within(text: str, window: pattern.Window) -> None:
     assert parse(f"SELECT * FROM S WHERE A WITHIN {text}").within == window
 
 
@@ -280,7 +285,7 @@ def test_window_epsilon() -> None:
 
 
 def test_consume_and_limit() -> None:
-    for policy in ast.Consume:
+    for policy in pattern.Consume:
         query = parse(f"SELECT * FROM S WHERE A CONSUME BY {policy.value} LIMIT 7")
         assert (query.consume, query.limit) == (policy, 7)
 
@@ -290,14 +295,14 @@ def test_all_clauses_in_order() -> None:
         "SELECT NEXT x FROM S WHERE A AS x PARTITION BY [k] WITHIN 5 EVENTS "
         "CONSUME BY PARTITION LIMIT 1"
     )
-    assert query == ast.Query(
+    assert query == pattern.Pattern(
         where=As(A, "x"),
         select=("x",),
-        strategy=ast.Strategy.NEXT,
+        strategy=pattern.Strategy.NEXT,
         streams=("S",),
         partition_by=("k",),
-        within=ast.Window(ast.WindowKind.EVENTS, 5),
-        consume=ast.Consume.PARTITION,
+        within=pattern.Window(pattern.WindowKind.EVENTS, 5),
+        consume=pattern.Consume.PARTITION,
         limit=1,
     )
 
@@ -313,14 +318,14 @@ def test_declare_stream() -> None:
         SELECT * FROM Stock, Empty WHERE SELL
         """
     )
-    T = ast.AttrType
+    T = pattern.AttrType
     assert [d.name for d in query.declarations] == ["Stock", "Empty"]
     sell, buy = query.declarations[0].events
-    assert sell == ast.EventDecl(
+    assert sell == pattern.EventDecl(
         "SELL", (("name", T.STRING), ("price", T.DOUBLE), ("volume", T.INT), ("t", T.PRIMARY_TIME))
     )
-    assert buy == ast.EventDecl("BUY", (("name", T.STRING), ("ok", T.BOOLEAN), ("max", T.INT)))
-    assert query.declarations[1].events == (ast.EventDecl("NOTHING", ()),)
+    assert buy == pattern.EventDecl("BUY", (("name", T.STRING), ("ok", T.BOOLEAN), ("max", T.INT)))
+    assert query.declarations[1].events == (pattern.EventDecl("NOTHING", ()),)
 
 
 def test_keywords_are_case_insensitive_identifiers_are_not() -> None:
@@ -410,8 +415,8 @@ WITHIN 30000 [stock_time]
 SELL, BUY = EventType("SELL"), EventType("BUY")
 
 
-def _conj(*atoms: FilterAtom) -> ast.FilterExpr:
-    result: ast.FilterExpr = atoms[0]
+def _conj(*atoms: FilterAtom) -> pattern.FilterExpr:
+    result: pattern.FilterExpr = atoms[0]
     for a in atoms[1:]:
         result = FilterAnd(result, a)
     return result
@@ -436,12 +441,12 @@ def test_paper_q2() -> None:
     assert query.select == ("b",)
     assert query.where == Seq(As(Or(BUY, SELL), "s"), As(Or(BUY, SELL), "b"))
     assert query.partition_by == ("name", "volume")
-    assert query.within == ast.Window(ast.WindowKind.TIME, 1, unit="MINUTES")
+    assert query.within == pattern.Window(pattern.WindowKind.TIME, 1, unit="MINUTES")
 
 
 def test_paper_q3() -> None:
     query = parse(Q3)
-    assert query.strategy is ast.Strategy.MAX and query.select is None
+    assert query.strategy is pattern.Strategy.MAX and query.select is None
     trade = Or(BUY, SELL)
     assert query.where == Filter(
         Seq(Seq(As(trade, "low"), As(Plus(trade), "mid")), As(trade, "high")),
@@ -460,7 +465,9 @@ def test_paper_taxi_t3() -> None:
     assert isinstance(query.where, Filter)
     trip = EventType("TRIP")
     assert query.where.formula == Seq(Seq(As(trip, "loc1"), As(trip, "loc2")), As(trip, "loc3"))
-    assert query.within == ast.Window(ast.WindowKind.ATTRIBUTE, 10000, attr="dropoff_datetime")
+    assert query.within == pattern.Window(
+        pattern.WindowKind.ATTRIBUTE, 10000, attr="dropoff_datetime"
+    )
 
 
 def test_paper_stock_q3_with_consume() -> None:
@@ -473,8 +480,8 @@ def test_paper_stock_q3_with_consume() -> None:
         atom("amat", "name", "=", "AMAT"),
     )
     assert query.partition_by == ("volume",)
-    assert query.within == ast.Window(ast.WindowKind.ATTRIBUTE, 30000, attr="stock_time")
-    assert query.consume is ast.Consume.ANY
+    assert query.within == pattern.Window(pattern.WindowKind.ATTRIBUTE, 30000, attr="stock_time")
+    assert query.consume is pattern.Consume.ANY
 
 
 def test_paper_smart_homes_h3_and_q7() -> None:

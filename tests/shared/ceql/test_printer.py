@@ -6,15 +6,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.ceql import ast
-from shared.ceql.parser import parse
-from shared.ceql.printer import format_formula, format_predicate, format_value, to_ceql
+from cerfleet import pattern
+from cerfleet.ceql.parser import parse
+from cerfleet.ceql.printer import format_formula, format_predicate, format_value, to_ceql
 from tests.shared.strategies import queries
 
-A, B, C = ast.EventType("A"), ast.EventType("B"), ast.EventType("C")
-X1 = ast.FilterAtom("x", ast.Compare("=", ast.Attr("a"), ast.Const(1)))
-Y2 = ast.FilterAtom("y", ast.Compare("=", ast.Attr("a"), ast.Const(2)))
-Z3 = ast.FilterAtom("z", ast.Compare("=", ast.Attr("a"), ast.Const(3)))
+A, B, C = pattern.EventType("A"), pattern.EventType("B"), pattern.EventType("C")
+X1 = pattern.FilterAtom("x", pattern.Compare("=", pattern.Attr("a"), pattern.Const(1)))
+Y2 = pattern.FilterAtom("y", pattern.Compare("=", pattern.Attr("a"), pattern.Const(2)))
+Z3 = pattern.FilterAtom("z", pattern.Compare("=", pattern.Attr("a"), pattern.Const(3)))
 
 
 # ------------------------------------------------------------ exact renderings
@@ -23,68 +23,81 @@ Z3 = ast.FilterAtom("z", ast.Compare("=", ast.Attr("a"), ast.Const(3)))
 @pytest.mark.parametrize(
     ("formula", "text"),
     [
-        (ast.Seq(ast.Seq(A, B), C), "A ; B ; C"),
-        (ast.Seq(A, ast.Seq(B, C)), "A ; (B ; C)"),
-        (ast.Or(ast.Seq(A, B), C), "A ; B OR C"),
-        (ast.Seq(ast.Or(A, B), C), "(A OR B) ; C"),
-        (ast.Or(A, ast.Or(B, C)), "A OR (B OR C)"),
-        (ast.As(A, "x"), "A AS x"),
-        (ast.As(ast.Or(A, B), "x"), "(A OR B) AS x"),
-        (ast.Plus(ast.As(A, "x")), "(A AS x)+"),
-        (ast.As(ast.Plus(A), "x"), "(A+) AS x"),
-        (ast.Filter(ast.Or(A, ast.Seq(B, C)), X1), "A OR B ; C FILTER x[a = 1]"),
-        (ast.Seq(ast.Filter(A, X1), B), "(A FILTER x[a = 1]) ; B"),
-        (ast.Or(A, ast.Filter(B, X1)), "A OR (B FILTER x[a = 1])"),
-        (ast.Filter(ast.Filter(A, X1), Y2), "(A FILTER x[a = 1]) FILTER y[a = 2]"),
+        (pattern.Seq(pattern.Seq(A, B), C), "A ; B ; C"),
+        (pattern.Seq(A, pattern.Seq(B, C)), "A ; (B ; C)"),
+        (pattern.Or(pattern.Seq(A, B), C), "A ; B OR C"),
+        (pattern.Seq(pattern.Or(A, B), C), "(A OR B) ; C"),
+        (pattern.Or(A, pattern.Or(B, C)), "A OR (B OR C)"),
+        (pattern.As(A, "x"), "A AS x"),
+        (pattern.As(pattern.Or(A, B), "x"), "(A OR B) AS x"),
+        (pattern.Plus(pattern.As(A, "x")), "(A AS x)+"),
+        (pattern.As(pattern.Plus(A), "x"), "(A+) AS x"),
+        (pattern.Filter(pattern.Or(A, pattern.Seq(B, C)), X1), "A OR B ; C FILTER x[a = 1]"),
+        (pattern.Seq(pattern.Filter(A, X1), B), "(A FILTER x[a = 1]) ; B"),
+        (pattern.Or(A, pattern.Filter(B, X1)), "A OR (B FILTER x[a = 1])"),
+        (pattern.Filter(pattern.Filter(A, X1), Y2), "(A FILTER x[a = 1]) FILTER y[a = 2]"),
         (
-            ast.Filter(A, ast.FilterOr(ast.FilterAnd(X1, Y2), Z3)),
+            pattern.Filter(A, pattern.FilterOr(pattern.FilterAnd(X1, Y2), Z3)),
             "A FILTER x[a = 1] AND y[a = 2] OR z[a = 3]",
         ),
         (
-            ast.Filter(A, ast.FilterAnd(X1, ast.FilterOr(Y2, Z3))),
+            pattern.Filter(A, pattern.FilterAnd(X1, pattern.FilterOr(Y2, Z3))),
             "A FILTER x[a = 1] AND (y[a = 2] OR z[a = 3])",
         ),
     ],
 )
-def test_format_formula(formula: ast.Formula, text: str) -> None:
+def test_format_formula(formula: pattern.Formula, text: str) -> None:
     assert format_formula(formula) == text
 
 
-P, Q = ast.Compare(">", ast.Attr("p"), ast.Const(0)), ast.BoolLit(True)
+P, Q = pattern.Compare(">", pattern.Attr("p"), pattern.Const(0)), pattern.BoolLit(True)
 
 
 @pytest.mark.parametrize(
     ("pred", "text"),
     [
-        (ast.POr(ast.PAnd(P, Q), P), "p > 0 AND TRUE OR p > 0"),
-        (ast.PAnd(ast.POr(P, Q), P), "(p > 0 OR TRUE) AND p > 0"),
-        (ast.PAnd(P, ast.PAnd(Q, P)), "p > 0 AND (TRUE AND p > 0)"),
-        (ast.PNot(ast.PNot(P)), "NOT (NOT (p > 0))"),
+        (pattern.POr(pattern.PAnd(P, Q), P), "p > 0 AND TRUE OR p > 0"),
+        (pattern.PAnd(pattern.POr(P, Q), P), "(p > 0 OR TRUE) AND p > 0"),
+        (pattern.PAnd(P, pattern.PAnd(Q, P)), "p > 0 AND (TRUE AND p > 0)"),
+        (pattern.PNot(pattern.PNot(P)), "NOT (NOT (p > 0))"),
         (
-            ast.Compare(
+            pattern.Compare(
                 "<",
-                ast.Arith("*", ast.Arith("+", ast.Attr("a"), ast.Const(1)), ast.Neg(ast.Attr("b"))),
-                ast.Const(-2.5),
+                pattern.Arith(
+                    "*",
+                    pattern.Arith("+", pattern.Attr("a"), pattern.Const(1)),
+                    pattern.Neg(pattern.Attr("b")),
+                ),
+                pattern.Const(-2.5),
             ),
             "(a + 1) * (-b) < -2.5",
         ),
         (
-            ast.Compare(
+            pattern.Compare(
                 "=",
-                ast.Arith("-", ast.Attr("a"), ast.Arith("-", ast.Attr("b"), ast.Const(-1))),
-                ast.Const(True),
+                pattern.Arith(
+                    "-", pattern.Attr("a"), pattern.Arith("-", pattern.Attr("b"), pattern.Const(-1))
+                ),
+                pattern.Const(True),
             ),
             "a - (b - (-1)) = TRUE",
         ),
         (
-            ast.InList(ast.Attr("a"), (ast.Const(-1), ast.Const("it's"), ast.Const(False)), True),
+            pattern.InList(
+                pattern.Attr("a"),
+                (pattern.Const(-1), pattern.Const("it's"), pattern.Const(False)),
+                True,
+            ),
             "a NOT IN (-1, 'it\\'s', FALSE)",
         ),
-        (ast.InRange(ast.Attr("a"), ast.Const(1), ast.Const(2.0)), "a IN RANGE(1, 2.0)"),
-        (ast.Like(ast.Attr("s"), r"\d+\\"), r"s LIKE '\\d+\\\\'"),
+        (
+            pattern.InRange(pattern.Attr("a"), pattern.Const(1), pattern.Const(2.0)),
+            "a IN RANGE(1, 2.0)",
+        ),
+        (pattern.Like(pattern.Attr("s"), r"\d+\\"), r"s LIKE '\\d+\\\\'"),
     ],
 )
-def test_format_predicate(pred: ast.Pred, text: str) -> None:
+def test_format_predicate(pred: pattern.Pred, text: str) -> None:
     assert format_predicate(pred) == text
 
 
@@ -97,18 +110,23 @@ def test_format_value() -> None:
 
 
 def test_to_ceql_clauses() -> None:
-    query = ast.Query(
-        where=ast.Filter(ast.Seq(ast.As(A, "x"), B), X1),
+    query = pattern.Pattern(
+        where=pattern.Filter(pattern.Seq(pattern.As(A, "x"), B), X1),
         select=("x", "B"),
-        strategy=ast.Strategy.MAX,
+        strategy=pattern.Strategy.MAX,
         streams=("S", "T"),
         partition_by=("k", "j"),
-        within=ast.Window(ast.WindowKind.TIME, 2, unit="MINUTES"),
-        consume=ast.Consume.PARTITION,
+        within=pattern.Window(pattern.WindowKind.TIME, 2, unit="MINUTES"),
+        consume=pattern.Consume.PARTITION,
         limit=3,
         declarations=(
-            ast.StreamDecl(
-                "S", (ast.EventDecl("A", (("a", ast.AttrType.INT), ("s", ast.AttrType.STRING))),)
+            pattern.StreamDecl(
+                "S",
+                (
+                    pattern.EventDecl(
+                        "A", (("a", pattern.AttrType.INT), ("s", pattern.AttrType.STRING))
+                    ),
+                ),
             ),
         ),
     )
@@ -173,64 +191,71 @@ numbers = st.one_of(
     st.integers(-(10**12), 10**12), st.floats(allow_nan=False, allow_infinity=False)
 )
 # Literals as IN lists and ranges accept them; the parser folds `-5` into Const(-5).
-literals = st.builds(ast.Const, st.one_of(numbers, st.text(max_size=8), st.booleans()))
+literals = st.builds(pattern.Const, st.one_of(numbers, st.text(max_size=8), st.booleans()))
 
 
-def _neg(operand: ast.Expr) -> ast.Expr:
+def _neg(operand: pattern.Expr) -> pattern.Expr:
     # The parser folds a minus before a number into the literal, so Neg(Const(5))
     # cannot come out of it.
-    if isinstance(operand, ast.Const) and not isinstance(operand.value, str):
-        return ast.Const(-operand.value)
-    return ast.Neg(operand)
+    if isinstance(operand, pattern.Const) and not isinstance(operand.value, str):
+        return pattern.Const(-operand.value)
+    return pattern.Neg(operand)
 
 
-exprs: st.SearchStrategy[ast.Expr] = st.recursive(
+exprs: st.SearchStrategy[pattern.Expr] = st.recursive(
     st.one_of(
-        st.builds(ast.Attr, names),
-        st.builds(ast.Const, st.one_of(numbers, st.text(max_size=8))),
+        st.builds(pattern.Attr, names),
+        st.builds(pattern.Const, st.one_of(numbers, st.text(max_size=8))),
     ),
     lambda sub: st.one_of(
-        st.builds(ast.Arith, st.sampled_from(("+", "-", "*", "/", "%")), sub, sub),
+        st.builds(pattern.Arith, st.sampled_from(("+", "-", "*", "/", "%")), sub, sub),
         sub.map(_neg),
     ),
     max_leaves=5,
 )
 
-preds: st.SearchStrategy[ast.Pred] = st.recursive(
+preds: st.SearchStrategy[pattern.Pred] = st.recursive(
     st.one_of(
         st.builds(
-            ast.Compare,
+            pattern.Compare,
             st.sampled_from(("=", "!=", "<", "<=", ">", ">=")),
             exprs,
-            st.one_of(exprs, st.builds(ast.Const, st.booleans())),
+            st.one_of(exprs, st.builds(pattern.Const, st.booleans())),
         ),
         st.builds(
-            ast.InList, exprs, st.lists(literals, min_size=1, max_size=3).map(tuple), st.booleans()
+            pattern.InList,
+            exprs,
+            st.lists(literals, min_size=1, max_size=3).map(tuple),
+            st.booleans(),
         ),
-        st.builds(ast.InRange, exprs, literals, literals, st.booleans()),
-        st.builds(ast.Like, exprs, st.text(max_size=8), st.booleans()),
-        st.builds(ast.BoolLit, st.booleans()),
+        st.builds(pattern.InRange, exprs, literals, literals, st.booleans()),
+        st.builds(pattern.Like, exprs, st.text(max_size=8), st.booleans()),
+        st.builds(pattern.BoolLit, st.booleans()),
     ),
     lambda sub: st.one_of(
-        st.builds(ast.PNot, sub), st.builds(ast.PAnd, sub, sub), st.builds(ast.POr, sub, sub)
+        st.builds(pattern.PNot, sub),
+        st.builds(pattern.PAnd, sub, sub),
+        st.builds(pattern.POr, sub, sub),
     ),
     max_leaves=4,
 )
 
-filters: st.SearchStrategy[ast.FilterExpr] = st.recursive(
-    st.builds(ast.FilterAtom, names, preds),
-    lambda sub: st.one_of(st.builds(ast.FilterAnd, sub, sub), st.builds(ast.FilterOr, sub, sub)),
+filters: st.SearchStrategy[pattern.FilterExpr] = st.recursive(
+    st.builds(pattern.FilterAtom, names, preds),
+    lambda sub: st.one_of(
+        st.builds(pattern.FilterAnd, sub, sub), st.builds(pattern.FilterOr, sub, sub)
+    ),
     max_leaves=3,
 )
 
-formulas: st.SearchStrategy[ast.Formula] = st.recursive(
-    st.builds(ast.EventType, names),
+formulas: st.SearchStrategy[pattern.Formula] = st.recursive(
+    st.builds(pattern.EventType, names),
     lambda sub: st.one_of(
-        st.builds(ast.As, sub, names),
-        st.builds(ast.Seq, sub, sub),
-        st.builds(ast.Or, sub, sub),
-        st.builds(ast.Plus, sub),
-        st.builds(ast.Filter, sub, filters),
+        st.builds(pattern.As, sub, names),
+        st.builds(pattern.Seq, sub, sub),
+        st.builds(pattern.Or, sub, sub),
+        st.builds(pattern.Plus, sub),
+        st.builds(pattern.Filter, sub, filters),
     ),
     max_leaves=6,
 )
@@ -239,37 +264,37 @@ amounts = st.one_of(
     st.integers(0, 10**9), st.floats(min_value=0, allow_nan=False, allow_infinity=False)
 )
 windows = st.one_of(
-    st.builds(ast.Window, st.just(ast.WindowKind.EVENTS), amounts),
+    st.builds(pattern.Window, st.just(pattern.WindowKind.EVENTS), amounts),
     st.builds(
-        ast.Window,
-        st.just(ast.WindowKind.TIME),
+        pattern.Window,
+        st.just(pattern.WindowKind.TIME),
         amounts,
-        unit=st.sampled_from(tuple(ast.TIME_UNITS_MS)),
+        unit=st.sampled_from(tuple(pattern.TIME_UNITS_MS)),
     ),
-    st.builds(ast.Window, st.just(ast.WindowKind.ATTRIBUTE), amounts, attr=names),
+    st.builds(pattern.Window, st.just(pattern.WindowKind.ATTRIBUTE), amounts, attr=names),
 )
 declarations = st.builds(
-    ast.StreamDecl,
+    pattern.StreamDecl,
     names,
     st.lists(
         st.builds(
-            ast.EventDecl,
+            pattern.EventDecl,
             names,
-            st.lists(st.tuples(names, st.sampled_from(ast.AttrType)), max_size=3).map(tuple),
+            st.lists(st.tuples(names, st.sampled_from(pattern.AttrType)), max_size=3).map(tuple),
         ),
         min_size=1,
         max_size=2,
     ).map(tuple),
 )
 any_queries = st.builds(
-    ast.Query,
+    pattern.Pattern,
     where=formulas,
     select=st.one_of(st.none(), st.lists(names, min_size=1, max_size=3).map(tuple)),
-    strategy=st.sampled_from(ast.Strategy),
+    strategy=st.sampled_from(pattern.Strategy),
     streams=st.lists(names, min_size=1, max_size=2).map(tuple),
     partition_by=st.lists(names, max_size=3).map(tuple),
     within=st.one_of(st.none(), windows),
-    consume=st.sampled_from(ast.Consume),
+    consume=st.sampled_from(pattern.Consume),
     limit=st.one_of(st.none(), st.integers(1, 10**6)),
     declarations=st.lists(declarations, max_size=2).map(tuple),
 )
@@ -277,14 +302,14 @@ any_queries = st.builds(
 
 @settings(max_examples=300, deadline=None)
 @given(query=any_queries)
-def test_round_trip_arbitrary_queries(query: ast.Query) -> None:
+def test_round_trip_arbitrary_queries(query: pattern.Pattern) -> None:
     printed = to_ceql(query)
     assert parse(printed) == query, printed
 
 
 @settings(max_examples=300, deadline=None)
 @given(query=queries())
-def test_round_trip_generated_queries(query: ast.Query) -> None:
+def test_round_trip_generated_queries(query: pattern.Pattern) -> None:
     """The differential suite's queries survive printing, as it relies on that."""
     printed = to_ceql(query)
     assert parse(printed) == query, printed

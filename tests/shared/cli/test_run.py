@@ -14,7 +14,7 @@ from typing import IO, Any
 
 import pytest
 
-from shared.cli.main import build_parser, main
+from cerfleet.cli.main import build_parser, main
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "examples"
@@ -50,7 +50,7 @@ def cli_env() -> dict[str, str]:
 
 def spawn(*args: str, **options: Any) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "shared.cli", *args],
+        [sys.executable, "-m", "cerfleet.cli", *args],
         cwd=REPO,
         env=cli_env(),
         stdout=subprocess.PIPE,
@@ -88,7 +88,7 @@ def test_subprocess_python_m_shared_cli() -> None:
         [
             sys.executable,
             "-m",
-            "shared.cli",
+            "cerfleet.cli",
             "run",
             "examples/stock.ceql",
             "examples/stock.jsonl",
@@ -320,7 +320,7 @@ def test_usage_errors_return_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_absent_command_packages_are_skipped() -> None:
-    parser = build_parser(("shared.cli.run", "no_such_cerfleet_package.cli"))
+    parser = build_parser(("cerfleet.cli.run", "no_such_cerfleet_package.cli"))
     assert parser.parse_args(["run", "q", "e"]).command == "run"
 
 
@@ -334,7 +334,7 @@ def test_broken_command_module_is_not_hidden(
     (package / "cli.py").write_text("import no_such_dependency_for_cerfleet\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(ModuleNotFoundError, match="no_such_dependency_for_cerfleet"):
-        build_parser(("shared.cli.run", "broken_cmd_pkg.cli"))
+        build_parser(("cerfleet.cli.run", "broken_cmd_pkg.cli"))
 
 
 # --------------------------------------------------------------------- streaming

@@ -10,14 +10,13 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared import compile_query
-from shared.ceql import ast
-from shared.ceql.printer import to_ceql
+from cerfleet import compile_query, pattern
+from cerfleet.ceql.printer import to_ceql
 from tests.shared.strategies import TIME_FIELD, queries, streams
 
 EXAMPLES = int(os.environ.get("CERFLEET_DIFF_EXAMPLES", "2500")) // 2
-ALL_STRATEGIES = tuple(ast.Strategy)
-ALL_CONSUMES = tuple(ast.Consume)
+ALL_STRATEGIES = tuple(pattern.Strategy)
+ALL_CONSUMES = tuple(pattern.Consume)
 
 
 def to_columns(events: list[dict[str, Any]]) -> dict[str, np.ndarray]:
@@ -43,7 +42,7 @@ def _key(ce: Any) -> tuple[Any, ...]:
     stream=streams(),
     cut=st.integers(0, 10),
 )
-def test_columns_match_rows(query: ast.Query, stream: list[dict[str, Any]], cut: int) -> None:
+def test_columns_match_rows(query: pattern.Pattern, stream: list[dict[str, Any]], cut: int) -> None:
     text = to_ceql(query)
     compiled = compile_query(text, time_field=TIME_FIELD)
     rows = compiled.evaluator()
@@ -66,7 +65,7 @@ def test_columns_skip_what_changes_nothing_but_keep_the_window() -> None:
 
 
 def test_partition_groups_follow_first_appearance_and_skip_missing_keys() -> None:
-    from shared.evaluation.batch import partition_groups
+    from cerfleet.evaluation.partitioning import partition_groups
 
     cols = {"k": np.array([2.0, 1.0, np.nan, 2.0, 1.0]), "s": np.array(list("abcab"))}
     groups = partition_groups(("k", "s"), cols, 5)

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from shared import compile_query
-from shared.evaluation.query_evaluator import QueryEvaluator
-from shared.evaluation.tecs import DEAD, Node
+from cerfleet import compile_query
+from cerfleet.evaluation.query_evaluator import QueryEvaluator
+from cerfleet.evaluation.tecs import DEAD, Node
 
 
 def _stream(n: int, seed: int = 7) -> Iterator[dict[str, Any]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared import compile_query
+from cerfleet import compile_query
 
 # CORE Fig. 3: the stream the Fig. 1 query Q1 runs on (the figure spells INTC as INTL).
 FIG3 = [

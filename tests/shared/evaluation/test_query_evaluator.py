@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from shared import SnapshotError, compile_query
-from shared.complex_event import ComplexEvent
-from shared.events.columns import columns_of
+from cerfleet import SnapshotError, compile_query
+from cerfleet.complex_event import ComplexEvent
+from cerfleet.events.columns import columns_of
 
 
 def _outputs(query: str, stream: list[dict[str, Any]], **kw: str) -> list[tuple[Any, ...]]:

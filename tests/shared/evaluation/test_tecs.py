@@ -7,8 +7,8 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.evaluation.enumeration import enumerate_node
-from shared.evaluation.tecs import (
+from cerfleet.evaluation.enumeration import enumerate_node
+from cerfleet.evaluation.tecs import (
     UNION,
     Node,
     extend,

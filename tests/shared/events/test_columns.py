@@ -12,17 +12,16 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from shared import compile_query
-from shared.ceql import ast
-from shared.ceql.printer import to_ceql
-from shared.complex_event import ComplexEvent
-from shared.events.columns import column, columns_of
-from shared.query import CompiledQuery
+from cerfleet import compile_query, pattern
+from cerfleet.ceql.printer import to_ceql
+from cerfleet.complex_event import ComplexEvent
+from cerfleet.events.columns import column, columns_of
+from cerfleet.query import CompiledQuery
 from tests.shared.strategies import TIME_FIELD, queries, streams
 
 EXAMPLES = int(os.environ.get("CERFLEET_DIFF_EXAMPLES", "2500")) // 2
-ALL_STRATEGIES = tuple(ast.Strategy)
-ALL_CONSUMES = tuple(ast.Consume)
+ALL_STRATEGIES = tuple(pattern.Strategy)
+ALL_CONSUMES = tuple(pattern.Consume)
 BIG = 2**53
 
 # ----------------------------------------------------------------- dtype choices
@@ -205,7 +204,7 @@ def rich_streams(draw: st.DrawFn) -> list[dict[str, Any]]:
     cut=st.integers(0, 10),
 )
 def test_columns_of_gives_what_events_give(
-    query: ast.Query, stream: list[dict[str, Any]], cut: int
+    query: pattern.Pattern, stream: list[dict[str, Any]], cut: int
 ) -> None:
     text = to_ceql(query)
     context = f"query:\n{text}\nstream:\n" + "\n".join(repr(e) for e in stream)

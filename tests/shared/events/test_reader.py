@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from shared.errors import EventError
-from shared.events import jsonl
-from shared.events.csv_reader import convert_value
-from shared.events.reader import EventReader, MalformedEvent, detect_format, read_events
+from cerfleet.errors import EventError
+from cerfleet.events import jsonl
+from cerfleet.events.csv_reader import convert_value
+from cerfleet.events.reader import EventReader, MalformedEvent, detect_format, read_events
 
 Problems = list[tuple[int, str]]
 

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from shared.events.timestamps import parse_timestamp
+from cerfleet.events.timestamps import parse_timestamp
 
 MAY_1_NOON_MS = 1_714_564_800_000.0  # 2024-05-01T12:00:00Z
 

@@ -11,7 +11,7 @@ import pytest
 def spark() -> Iterator[Any]:
     """One local Spark (two cores, as on CI machines) for every job test."""
     os.environ.setdefault("CERFLEET_SPARK_MASTER", "local[2]")
-    from workers.backfill.spark_session import session
+    from cerfleet.workers.backfill.spark_session import session
 
     spark = session("cerfleet-tests")
     try:

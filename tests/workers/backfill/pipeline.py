@@ -13,11 +13,11 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from workers.backfill.job_query import JobQuery
-from workers.backfill.prepare import prepare
-from workers.backfill.schemas import ARCHIVE, GOOD, PREPARED
-from workers.backfill.slices import SlicePlan, label_bases, slice_epsilon
-from workers.backfill.units import evaluate_batches
+from cerfleet.workers.backfill.job_query import JobQuery
+from cerfleet.workers.backfill.prepare import prepare
+from cerfleet.workers.backfill.schemas import ARCHIVE, GOOD, PREPARED
+from cerfleet.workers.backfill.slices import SlicePlan, label_bases, slice_epsilon
+from cerfleet.workers.backfill.units import evaluate_batches
 
 SLICED = pa.schema([*PREPARED, pa.field("slice", pa.int64()), pa.field("overlap", pa.bool_())])
 

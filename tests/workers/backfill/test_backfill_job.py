@@ -22,8 +22,8 @@ import pytest
 
 from benchmarks.datasets import stock, write_jsonl
 from benchmarks.fleet import GLOBAL, PARTITIONED
-from shared.query import compile_query
-from workers.backfill import backfill_job, compact_job
+from cerfleet.query import compile_query
+from cerfleet.workers.backfill import backfill_job, compact_job
 
 EVENTS = 100_000
 TIME_FIELD = "stock_time"
@@ -56,7 +56,7 @@ def _cerfleet_run(query_file: Path, events: Path) -> list[dict[str, Any]]:
         [
             sys.executable,
             "-m",
-            "shared.cli",
+            "cerfleet.cli",
             "run",
             str(query_file),
             str(events),

@@ -14,8 +14,8 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
-from shared.cli.main import main
-from workers.backfill.options import add_backfill_arguments, add_compact_arguments
+from cerfleet.cli.main import main
+from cerfleet.workers.backfill.options import add_backfill_arguments, add_compact_arguments
 
 ROOT = Path(__file__).resolve().parents[3]
 QUERY = ROOT / "examples" / "stock.ceql"
@@ -115,7 +115,7 @@ def test_backfill_through_spark_submit_prints_progress_and_a_summary(tmp_path: P
         [
             sys.executable,
             "-m",
-            "shared.cli",
+            "cerfleet.cli",
             "backfill",
             "--ceql",
             str(QUERY),
@@ -140,7 +140,7 @@ def test_backfill_through_spark_submit_prints_progress_and_a_summary(tmp_path: P
     summary = json.loads(done.stdout.splitlines()[-1])["summary"]
     assert summary["complex_events"] == 5 and summary["mode"] == "slices"
     embedded = subprocess.run(
-        [sys.executable, "-m", "shared.cli", "run", str(QUERY), str(EVENTS), "--quiet"],
+        [sys.executable, "-m", "cerfleet.cli", "run", str(QUERY), str(EVENTS), "--quiet"],
         capture_output=True,
         check=True,
     )

@@ -17,9 +17,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from benchmarks.datasets import stock, to_dicts
 from benchmarks.fleet import GLOBAL
+from cerfleet.workers.backfill import backfill_job, compact_job
+from cerfleet.workers.backfill.kafka_ranges import plan_ranges
 from tests.kafka_broker import KafkaBroker
-from workers.backfill import backfill_job, compact_job
-from workers.backfill.kafka_ranges import plan_ranges
 
 EVENTS = 12_000
 PARTITIONS = 3
@@ -157,7 +157,7 @@ def test_backfills_from_the_archive_and_from_the_topic_agree_with_the_engine(
     topic_name: Callable[[str], str],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from shared.query import compile_query
+    from cerfleet.query import compile_query
 
     archive = tmp_path / "archive"
     assert _compact(kafka, loaded_topic, archive) == 0

@@ -4,7 +4,7 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from workers.backfill.placement import longest_first, place
+from cerfleet.workers.backfill.placement import longest_first, place
 
 
 def test_heavy_units_get_tasks_of_their_own() -> None:

@@ -12,29 +12,35 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.ceql import ast
-from shared.ceql.printer import to_ceql
-from shared.events.timestamps import parse_timestamp
-from shared.query import compile_query
+from cerfleet import pattern
+from cerfleet.ceql.printer import to_ceql
+from cerfleet.events.timestamps import parse_timestamp
+from cerfleet.query import compile_query
+from cerfleet.workers.backfill.job_query import JobQuery
+from cerfleet.workers.backfill.schemas import BAD_RECORD, MATCH, STATS
+from cerfleet.workers.backfill.slices import SlicePlan, label_bases, slice_epsilon
 from tests.shared.strategies import TIME_FIELD, queries, streams
 from tests.workers.backfill.pipeline import archive_rows, local_backfill
-from workers.backfill.job_query import JobQuery
-from workers.backfill.schemas import BAD_RECORD, MATCH, STATS
-from workers.backfill.slices import SlicePlan, label_bases, slice_epsilon
 
-ALL_STRATEGIES = tuple(ast.Strategy)
-SLICEABLE = (ast.Strategy.ALL, ast.Strategy.STRICT)
+ALL_STRATEGIES = tuple(pattern.Strategy)
+SLICEABLE = (pattern.Strategy.ALL, pattern.Strategy.STRICT)
 TIME_WINDOWS = st.one_of(
     st.builds(
-        ast.Window, st.just(ast.WindowKind.ATTRIBUTE), st.integers(1, 5), attr=st.just(TIME_FIELD)
+        pattern.Window,
+        st.just(pattern.WindowKind.ATTRIBUTE),
+        st.integers(1, 5),
+        attr=st.just(TIME_FIELD),
     ),
     st.builds(
-        ast.Window, st.just(ast.WindowKind.TIME), st.integers(1, 5), unit=st.just("MILLISECONDS")
+        pattern.Window,
+        st.just(pattern.WindowKind.TIME),
+        st.integers(1, 5),
+        unit=st.just("MILLISECONDS"),
     ),
 )
 
 
-def _job(query: ast.Query) -> JobQuery:
+def _job(query: pattern.Pattern) -> JobQuery:
     return JobQuery("q", to_ceql(query), "type", TIME_FIELD)
 
 
@@ -96,9 +102,13 @@ def _backfilled(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     batch=st.integers(1, 9),
 )
 def test_time_slices_find_what_the_whole_stream_finds(
-    query: ast.Query, window: ast.Window, events: list[dict[str, Any]], slices: int, batch: int
+    query: pattern.Pattern,
+    window: pattern.Window,
+    events: list[dict[str, Any]],
+    slices: int,
+    batch: int,
 ) -> None:
-    query = ast.Query(**{**query.__dict__, "within": window})
+    query = pattern.Pattern(**{**query.__dict__, "within": window})
     job = _job(query)
     assert slice_epsilon(job.compiled(), TIME_FIELD) is not None
     rows = local_backfill(job, archive_rows(events), slices=slices, batch_size=batch)
@@ -111,14 +121,14 @@ def test_time_slices_find_what_the_whole_stream_finds(
 @given(
     query=queries(
         strategies=ALL_STRATEGIES,
-        consumes=(ast.Consume.NONE, ast.Consume.PARTITION),
+        consumes=(pattern.Consume.NONE, pattern.Consume.PARTITION),
         limits=True,
     ),
     events=streams(max_size=24),
     batch=st.integers(1, 9),
 )
 def test_keys_and_whole_streams_find_what_the_engine_finds(
-    query: ast.Query, events: list[dict[str, Any]], batch: int
+    query: pattern.Pattern, events: list[dict[str, Any]], batch: int
 ) -> None:
     job = _job(query)
     rows = local_backfill(job, archive_rows(events), slices=1, batch_size=batch)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from coordinator.keyed import (
+from cerfleet.fleet.keyed import (
     GroupId,
     decode_src,
     encode_src,
@@ -19,7 +19,7 @@ from coordinator.keyed import (
     header_items,
     key_of,
 )
-from shared.query import compile_query
+from cerfleet.query import compile_query
 
 TOPIC_NAME = re.compile(r"\A[A-Za-z0-9._-]{1,249}\Z")
 PREFIX = "cerfleet.keyed."

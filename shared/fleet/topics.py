@@ -1,7 +1,7 @@
 """Make sure the fleet's topics exist, on real Kafka and on the local mock broker alike.
 
 Topics are created through the Admin API where the broker supports it. The local
-mock broker (:mod:`coordinator.local_broker`) does not: its CreateTopics fails (or,
+mock broker (:mod:`cerfleet.fleet.local_broker`) does not: its CreateTopics fails (or,
 without a controller, stalls until the request times out), so a topic it lacks is
 auto-created by a producer's metadata request instead and gets the broker's default
 partition count and configs, which is logged. Metadata is read for all topics at once, never
@@ -22,7 +22,7 @@ from confluent_kafka.admin import AdminClient
 # The same class as confluent_kafka.admin.NewTopic, which type checkers see as not re-exported.
 from confluent_kafka.cimpl import NewTopic
 
-from shared.errors import CerfleetError
+from cerfleet.errors import CerfleetError
 
 if TYPE_CHECKING:
     from confluent_kafka.admin._metadata import ClusterMetadata

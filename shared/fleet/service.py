@@ -21,9 +21,9 @@ from prometheus_client import CollectorRegistry
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
-from coordinator.observability import Health, MetricsServer
-from coordinator.settings import FleetSettings, load_settings
-from shared.errors import CerfleetError
+from cerfleet.errors import CerfleetError
+from cerfleet.fleet.observability import Health, MetricsServer
+from cerfleet.fleet.settings import FleetSettings, load_settings
 
 S = TypeVar("S", bound=FleetSettings)
 

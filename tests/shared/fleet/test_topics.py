@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 import pytest
 
-from coordinator import local_broker
-from coordinator.local_broker import LocalBroker
-from coordinator.topics import TopicError, ensure_topics, partition_count
+from cerfleet.fleet import local_broker
+from cerfleet.fleet.local_broker import LocalBroker
+from cerfleet.fleet.topics import TopicError, ensure_topics, partition_count
 from tests.kafka_broker import KafkaBroker
 
 # On the mock, CreateTopics fails at once and the auto-creation fallback is one
@@ -23,10 +23,10 @@ def test_existing_topic_is_left_alone(
 ) -> None:
     topic = topic_name("existing")
     kafka.create_topic(topic, 5)
-    with caplog.at_level(logging.WARNING, logger="coordinator.topics"):
+    with caplog.at_level(logging.WARNING, logger="cerfleet.fleet.topics"):
         ensure_topics(kafka.client_config(), {topic: 5})
     assert caplog.records == []
-    with caplog.at_level(logging.WARNING, logger="coordinator.topics"):
+    with caplog.at_level(logging.WARNING, logger="cerfleet.fleet.topics"):
         ensure_topics(kafka.client_config(), {topic: 3})
         ensure_topics(kafka.client_config(), {topic: 3})
     assert caplog.text.count("5 partitions, 3 wanted") == 1  # once, not on every call
@@ -48,7 +48,7 @@ def test_creation_fallback_warns_that_the_default_partition_count_applies(
     kafka: KafkaBroker, topic_name: Callable[[str], str], caplog: pytest.LogCaptureFixture
 ) -> None:
     topics = {topic_name("six"): 6, topic_name("two"): 2}
-    with caplog.at_level(logging.WARNING, logger="coordinator.topics"):
+    with caplog.at_level(logging.WARNING, logger="cerfleet.fleet.topics"):
         ensure_topics(kafka.client_config(), topics)
     counts = {name: partition_count(kafka.client_config(), name) for name in topics}
     if kafka.kind == "mock":
@@ -99,7 +99,7 @@ def test_a_partition_count_that_is_only_a_default_is_not_reported(
 ) -> None:
     topic = topic_name("defaulted")
     kafka.create_topic(topic, 2)
-    with caplog.at_level(logging.WARNING, logger="coordinator.topics"):
+    with caplog.at_level(logging.WARNING, logger="cerfleet.fleet.topics"):
         ensure_topics(kafka.client_config(), {topic: 8}, report_mismatch=False)
     assert caplog.records == []
 
@@ -109,7 +109,7 @@ def test_configs_lost_to_auto_creation_are_reported(
 ) -> None:
     topic = topic_name("configured")
     config = {"retention.ms": "-1", "cleanup.policy": "delete"}
-    with caplog.at_level(logging.WARNING, logger="coordinator.topics"):
+    with caplog.at_level(logging.WARNING, logger="cerfleet.fleet.topics"):
         ensure_topics(kafka.client_config(), {topic: 1}, configs={topic: config})
     lost = "default configs, not cleanup.policy=delete, retention.ms=-1"
     assert (lost in caplog.text) == (kafka.kind == "mock")

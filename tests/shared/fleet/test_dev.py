@@ -7,9 +7,9 @@ import tomllib
 from fnmatch import fnmatch
 from pathlib import Path
 
-from coordinator.dev import EXAMPLE_FILES, EXAMPLE_PACKAGE, example_files
+from cerfleet.fleet.dev import EXAMPLE_FILES, EXAMPLE_PACKAGE, example_files
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_the_bundled_examples_are_the_repository_examples() -> None:

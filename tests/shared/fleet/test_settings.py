@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from coordinator.process import add_fleet_options, add_service_options, settings_from_args
-from coordinator.settings import (
+from cerfleet.errors import CerfleetError
+from cerfleet.fleet.service import add_fleet_options, add_service_options, settings_from_args
+from cerfleet.fleet.settings import (
     CoordinatorSettings,
     FleetSettings,
     WorkerSettings,
     load_settings,
 )
-from shared.errors import CerfleetError
 
 
 @pytest.fixture(autouse=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from coordinator.keyed import GroupId
-from coordinator.registry import Registered
+from cerfleet.fleet.keyed import GroupId
+from cerfleet.fleet.registry import Registered
 
 
 @dataclass

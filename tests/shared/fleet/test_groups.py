@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from coordinator.groups import group_id_of, groups_by_topic, groups_of
-from coordinator.keyed import GroupId
-from coordinator.registry import QuerySpec, Registered
+from cerfleet.fleet.groups import group_id_of, groups_by_topic, groups_of
+from cerfleet.fleet.keyed import GroupId
+from cerfleet.fleet.registry import QuerySpec, Registered
 
 PREFIX = "cerfleet.keyed."
 

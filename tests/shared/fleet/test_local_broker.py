@@ -23,8 +23,8 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient
 
-from coordinator import local_broker
-from coordinator.local_broker import LocalBroker
+from cerfleet.fleet import local_broker
+from cerfleet.fleet.local_broker import LocalBroker
 from tests.kafka_broker import HelperProcess, KafkaBroker
 
 # Classic-protocol group timing the mock needs: each rebalance lasts
@@ -251,7 +251,7 @@ def test_without_the_mock_api_topics_are_auto_created_with_four_partitions(
         config = {"bootstrap.servers": broker.bootstrap_servers}
         broker.create_topic("four", 4)
         assert _partitions(config, "four") == list(range(4))
-        with caplog.at_level(logging.WARNING, logger="coordinator.local_broker"):
+        with caplog.at_level(logging.WARNING, logger="cerfleet.fleet.local_broker"):
             broker.create_topic("seven", 7)
         assert _partitions(config, "seven") == list(range(4))
         assert "not the 7 asked for" in caplog.text

@@ -10,10 +10,10 @@ from typing import IO, Any
 import orjson
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 
-from coordinator.keyed import header_items
-from coordinator.settings import FleetSettings
-from coordinator.topics import ensure_topics
-from shared.errors import CerfleetError
+from cerfleet.errors import CerfleetError
+from cerfleet.fleet.keyed import header_items
+from cerfleet.fleet.settings import FleetSettings
+from cerfleet.fleet.topics import ensure_topics
 
 
 def produce_lines(

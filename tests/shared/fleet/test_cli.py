@@ -11,10 +11,10 @@ from typing import Any
 import orjson
 import pytest
 
-from coordinator import registry as registry_module
-from coordinator import topics as topics_module
-from coordinator.topics import partition_count
-from shared.cli.main import main
+from cerfleet.cli.main import main
+from cerfleet.fleet import registry as registry_module
+from cerfleet.fleet import topics as topics_module
+from cerfleet.fleet.topics import partition_count
 from tests.kafka_broker import KafkaBroker
 
 GOOD = "SELECT * FROM S WHERE SELL ; BUY PARTITION BY [name]"
@@ -169,7 +169,7 @@ def test_submit_reports_another_partition_count_only_when_one_was_asked_for(
     kafka.create_topic(out, 2)
     fleet = ["-b", kafka.bootstrap_servers, "--registry-topic", topic_name("cli-registry")]
     args = ["submit", "q", str(query_file(tmp_path, GOOD)), "-i", "in", "-o", out, *fleet]
-    with caplog.at_level(logging.WARNING, logger="coordinator.topics"):
+    with caplog.at_level(logging.WARNING, logger="cerfleet.fleet.topics"):
         assert main(args) == 0
         assert f"topic '{out}'" not in caplog.text  # the default is no request
         assert main([*args, "--output-partitions", "5"]) == 0

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import orjson
 
-from coordinator.local_broker import LocalBroker
-from coordinator.settings import FleetSettings
-from shared.errors import CerfleetError
+from cerfleet.errors import CerfleetError
+from cerfleet.fleet.local_broker import LocalBroker
+from cerfleet.fleet.settings import FleetSettings
 
 REGISTRY_TOPIC = FleetSettings.model_fields["registry_topic"].default
 DEAD_LETTER_TOPIC = FleetSettings.model_fields["dead_letter_topic"].default
@@ -30,7 +30,7 @@ DEAD_LETTER_TOPIC = FleetSettings.model_fields["dead_letter_topic"].default
 # Package data, not the repository's examples/ (which an installed wheel does not
 # have): copies of examples/stock.ceql and examples/stock.jsonl, kept equal to them by
 # a test.
-EXAMPLE_PACKAGE = "coordinator"
+EXAMPLE_PACKAGE = "cerfleet.fleet"
 EXAMPLE_FILES = ("stock.ceql", "stock.jsonl")
 
 # Fast group membership for a local broker: a rebalance lasts about the session
@@ -39,7 +39,7 @@ DEV_CONSUMER = {"session.timeout.ms": "6000", "heartbeat.interval.ms": "500"}
 
 
 def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "shared.cli", *args]
+    return [sys.executable, "-m", "cerfleet.cli", *args]
 
 
 @contextmanager

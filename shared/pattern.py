@@ -1,14 +1,37 @@
-"""The CEQL abstract syntax: what the parser produces and the compiler consumes.
+"""The pattern form: the one language-neutral input of the engine.
 
-Three layers, as in the CORE paper (Fig. 2 and §2):
+Every query language is a front-end that turns its text into a ``Pattern`` (CEQL's
+parser does today; MATCH_RECOGNIZE and the RDF languages will); the compiler (CEA
+construction, the predicate compilers, ``cerfleet.plan``) consumes nothing else, and
+no module of this form imports a front-end.
 
-* value expressions and unary predicates (``P`` in ``X[P]``), evaluated over one event;
-* filters (``X[P]`` atoms combined with AND / OR) attached by ``FILTER``;
-* CEL formulas (``R``, ``φ AS X``, ``φ ; φ``, ``φ OR φ``, ``φ+``, ``φ FILTER θ``);
+The contract:
 
-plus the query clauses around the formula. Every node carries the source
-``Span`` it came from so semantic errors can point at the offending text; spans
-are excluded from equality so two parses of differently spaced text compare equal.
+* **Three layers**, as in the CORE paper (Fig. 2, §2): value expressions over one
+  event (``Expr``), unary predicates on one event (``Pred``), and CEL formulas
+  (``Formula``) that combine event types, variables, sequencing, disjunction,
+  iteration and filters. ``Pattern`` is a formula with its options: projection
+  (``select``), selection strategy, input streams, partitioning, window,
+  consumption, limit and the declared event schemas.
+* **Semantics** are the CORE paper's: a formula denotes a set of complex events
+  (sets of positions) with valuations binding each variable to positions; a
+  ``FilterAtom`` holds when every event bound to its variable satisfies its
+  predicate; ``Seq`` is non-contiguous sequencing, ``Plus`` non-contiguous
+  iteration. Options are applied after the formula, in the order partitioning →
+  window → strategy → consumption → limit.
+* **Nodes are immutable values**: frozen dataclasses, hashable, equal when they say
+  the same thing. Each carries the source ``Span`` it came from (any front-end's own
+  line and column) so that errors found after parsing point at the text; spans never
+  take part in equality.
+* **Extension**: an operator is a new node kind in one of the three unions (``Expr``,
+  ``Pred``, ``Formula``), never a flag on an existing kind: contiguity, absence and
+  conjunction are new ``Formula`` kinds; predicates comparing several events, lagged
+  values (``PREV``) and graph-pattern matches are new ``Pred``/``Expr`` kinds. A
+  consumer that meets a kind it does not handle raises ``TypeError`` naming it, so a
+  front-end can never silently produce something the compiler ignores.
+* **Names**: event types and variables are plain strings; a variable named like an
+  event type is bound to the events of that type (CEL's ``R`` is ``R AS R``).
+  Attribute names are event field names, resolved per event at evaluation time.
 """
 
 from __future__ import annotations
@@ -305,7 +328,8 @@ class EventDecl:
 
 @dataclass(frozen=True)
 class StreamDecl:
-    """``DECLARE STREAM S { EVENT E { a: type, ... }, ... }``."""
+    """A declared stream: the schema of each event type it carries (CEQL's
+    ``DECLARE STREAM S { EVENT E { a: type, ... }, ... }``)."""
 
     name: str
     events: tuple[EventDecl, ...]
@@ -313,8 +337,8 @@ class StreamDecl:
 
 
 @dataclass(frozen=True)
-class Query:
-    """A whole CEQL query.
+class Pattern:
+    """A whole pattern: the formula ``where`` and the options around it.
 
     ``select`` is None for ``SELECT *`` and otherwise the projected variables in
     source order. ``partition_by`` flattens ``[a, b], [c]`` to ``(a, b, c)``.

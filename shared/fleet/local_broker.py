@@ -24,7 +24,7 @@ Limits of the mock, however it is hosted:
 * auto-created topics always get 4 partitions;
 * state lives in memory only and dies with the hosting process.
 
-``python -m coordinator.local_broker`` runs it as a helper process that other
+``python -m cerfleet.fleet.local_broker`` runs it as a helper process that other
 processes (tests, workers) connect to; see :func:`main` for its line protocol.
 """
 
@@ -177,7 +177,7 @@ class LocalBroker:
             # which is no broker, so AdminClient.create_topics waits the whole
             # request timeout ("Failed while waiting for controller"). With a real
             # controller id it fails at once with _UNSUPPORTED_FEATURE, which lets
-            # coordinator.topics fall back to auto-creation without the stall.
+            # cerfleet.fleet.topics fall back to auto-creation without the stall.
             api.set_controller_id(cluster, 1)
         bootstraps: bytes = api.cluster_bootstraps(cluster)
         return bootstraps.decode()
@@ -355,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     stdin (so the helper dies with its parent) and on SIGTERM or SIGINT.
     """
     parser = argparse.ArgumentParser(
-        prog="python -m coordinator.local_broker",
+        prog="python -m cerfleet.fleet.local_broker",
         description="Host librdkafka's mock Kafka cluster for local development and tests.",
     )
     parser.add_argument("--brokers", type=int, default=3, metavar="N")

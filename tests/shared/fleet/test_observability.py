@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client import CollectorRegistry, Counter
 
-from coordinator.observability import MetricsServer
+from cerfleet.fleet.observability import MetricsServer
 
 
 class Switch:

@@ -14,13 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from coordinator import topics as topics_module
-from coordinator.registry import TOPIC_CONFIG, QuerySpec, Registered, RegistryHistory, write
-from coordinator.router import Router
-from coordinator.settings import CoordinatorSettings, WorkerSettings
-from shared.errors import CEQLError, CerfleetError
+from cerfleet.coordinator.router import Router
+from cerfleet.errors import CEQLError, CerfleetError
+from cerfleet.fleet import topics as topics_module
+from cerfleet.fleet.registry import TOPIC_CONFIG, QuerySpec, Registered, RegistryHistory, write
+from cerfleet.fleet.settings import CoordinatorSettings, WorkerSettings
+from cerfleet.workers.worker import Worker
 from tests.kafka_broker import KafkaBroker
-from workers.worker import Worker
 
 Q1 = "SELECT * FROM S WHERE A ; B"
 Q2 = "SELECT * FROM S WHERE A ; B PARTITION BY [k]"

@@ -25,11 +25,11 @@ import orjson
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from coordinator.keyed import coordinates
-from coordinator.topics import ensure_topics
-from shared.ceql.ast import Consume
-from shared.errors import CerfleetError
-from shared.query import CompiledQuery, compile_query
+from cerfleet.errors import CerfleetError
+from cerfleet.fleet.keyed import coordinates
+from cerfleet.fleet.topics import ensure_topics
+from cerfleet.pattern import Consume
+from cerfleet.query import CompiledQuery, compile_query
 
 log = logging.getLogger(__name__)
 

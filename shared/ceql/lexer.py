@@ -1,0 +1,170 @@
+"""CEQL's lexer: lark's basic lexer, then identifiers re-typed as keywords and the
+tokens of FILTER clauses marked (grammar.lark says why). A lexical problem found while
+re-typing is raised as ``Malformed``, which the parser turns into a ``CEQLError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from itertools import pairwise
+from typing import Any
+
+from lark import Token
+from lark.common import LexerConf
+from lark.exceptions import UnexpectedCharacters
+from lark.lexer import BasicLexer, Lexer, LexerState
+
+from cerfleet import pattern
+
+__all__ = ["PLAIN_KEYWORDS", "CEQLLexer", "Malformed"]
+
+# ------------------------------------------------------------------ keywords
+
+PLAIN_KEYWORDS = (
+    *("SELECT", "FROM", "WHERE", "AS", "OR", "AND", "NOT", "FILTER"),
+    *("PARTITION", "BY", "WITHIN", "CONSUME", "LIMIT", "DECLARE", "STREAM"),
+    *("ALL", "NEXT", "LAST", "MAX", "STRICT", "ANY", "NONE", "EVENT", "EVENTS"),
+    *("IN", "RANGE", "LIKE", "TRUE", "FALSE"),
+)
+
+# Upper-cased spelling -> terminal. Singular units are accepted and normalised later.
+_KEYWORDS: dict[str, str] = {kw: kw for kw in PLAIN_KEYWORDS} | {
+    unit: "TIME_UNIT"
+    for plural in pattern.TIME_UNITS_MS
+    for unit in (plural, plural.removesuffix("S"))
+}
+
+# The only keywords that can occur inside [...] (RANGE only right after IN);
+# any other keyword spelling there is an attribute name.
+_PREDICATE_KEYWORDS = frozenset({"AND", "OR", "NOT", "IN", "LIKE", "TRUE", "FALSE"})
+
+# --------------------------------------------------------- re-typing tokens
+
+
+class Malformed(Exception):
+    """A lexical problem found while re-typing, turned into a CEQLError by ``parse``."""
+
+    def __init__(self, message: str, token: Token, expected: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.token = token
+        self.expected = expected
+
+
+def _retyped(tok: Token, kind: str) -> Token:
+    return Token.new_borrow_pos(kind, tok.value, tok)
+
+
+def _is(tokens: list[Token], i: int, kind: str) -> bool:
+    return i < len(tokens) and tokens[i].type == kind
+
+
+def _retype(tokens: list[Token]) -> list[Token]:
+    _reject_unclosed_comment(tokens)
+    return _mark_filters(_keywords(tokens))
+
+
+def _reject_unclosed_comment(tokens: list[Token]) -> None:
+    # A closed /* ... */ is skipped by the lexer; an unclosed one lexes as '/' '*'.
+    for tok, after in pairwise(tokens):
+        if (tok.type, after.type) == ("SLASH", "STAR") and after.start_pos == tok.end_pos:
+            raise Malformed("unterminated comment", tok, "'*/' to close the comment")
+
+
+def _keywords(tokens: list[Token]) -> list[Token]:
+    out: list[Token] = []
+    depth = 0  # of [...]
+    for i, tok in enumerate(tokens):
+        if tok.type == "LSQB":
+            depth += 1
+        elif tok.type == "RSQB":
+            depth = max(0, depth - 1)
+        elif tok.type == "NAME":
+            kind = _KEYWORDS.get(tok.value.upper())
+            if kind is not None and not _attribute_position(tokens, i, kind, depth):
+                tok = _retyped(tok, kind)
+        out.append(tok)
+    return out
+
+
+def _attribute_position(tokens: list[Token], i: int, kind: str, depth: int) -> bool:
+    """Whether the keyword-spelled ``tokens[i]`` stands where only an attribute name can."""
+    if depth > 0:
+        if kind == "RANGE":
+            return not (i > 0 and tokens[i - 1].value.upper() == "IN")
+        return kind not in _PREDICATE_KEYWORDS
+    return _is(tokens, i + 1, "COLON")  # `name: type` in a schema
+
+
+def _mark_filters(tokens: list[Token]) -> list[Token]:
+    out = list(tokens)
+    i = 0
+    while i < len(out):
+        i = _mark_filter(out, i + 1) if out[i].type == "FILTER" else i + 1
+    return out
+
+
+def _mark_filter(toks: list[Token], i: int) -> int:
+    """Re-type, in place, the filter that starts at ``toks[i]``; return the index after it."""
+    groups = 0  # open FILTER_LPARs
+    want_atom = True
+    while i < len(toks):
+        tok = toks[i]
+        if want_atom:
+            if tok.type == "LPAR":
+                toks[i] = _retyped(tok, "FILTER_LPAR")
+                groups += 1
+                i += 1
+            elif tok.type == "NAME" and _is(toks, i + 1, "LSQB"):
+                toks[i] = _retyped(tok, "FILTER_NAME")
+                i = _past_brackets(toks, i + 1)
+                want_atom = False
+            else:
+                return i  # not a filter atom: let the parser report it
+        elif tok.type == "RPAR" and groups > 0:
+            groups -= 1
+            i += 1
+        elif tok.type == "AND" or (tok.type == "OR" and (groups > 0 or _starts_atom(toks, i + 1))):
+            # AND has no formula-level meaning, so it always continues the filter.
+            toks[i] = _retyped(tok, "FILTER_" + tok.type)
+            want_atom = True
+            i += 1
+        else:
+            return i  # the formula continues: `; C`, `OR D`, `)`, a clause ...
+    return i
+
+
+def _past_brackets(toks: list[Token], i: int) -> int:
+    depth = 0
+    for j in range(i, len(toks)):
+        depth += {"LSQB": 1, "RSQB": -1}.get(toks[j].type, 0)
+        if depth == 0:
+            return j + 1
+    return len(toks)
+
+
+def _starts_atom(toks: list[Token], i: int) -> bool:
+    """``x[`` or a run of ``(`` before ``x[``: the start of a filter operand."""
+    while _is(toks, i, "LPAR"):
+        i += 1
+    return _is(toks, i, "NAME") and _is(toks, i + 1, "LSQB")
+
+
+class CEQLLexer(Lexer):
+    """lark's basic lexer followed by ``_retype``."""
+
+    # Ask lark for the (lexer_state, parser_state) call, as its own lexers get.
+    __future_interface__ = True
+
+    def __init__(self, conf: LexerConf) -> None:
+        self._basic = BasicLexer(conf)
+
+    def lex(self, lexer_state: LexerState, parser_state: Any) -> Iterator[Token]:
+        raw: list[Token] = []
+        try:
+            raw.extend(self._basic.lex(lexer_state, parser_state))
+        except UnexpectedCharacters:
+            # Feed the good prefix first: a syntax error in it is reported first.
+            yield from _retype(raw)
+            raise
+        yield from _retype(raw)

@@ -1,0 +1,282 @@
+"""A pattern compiled to its determinised CEA: what every evaluator of a query shares.
+
+The compiler's stages, each a module named for the paper's concept::
+
+    Pattern ──construction──▶ CEA ──determinization──▶ det-CEA
+    (pattern)  (cea/construction)    (evaluation/determinization)
+
+``QueryPlan`` holds the result with the query's options and the per-event helpers
+(letters, partition keys, schema checks, clocks). It consumes only the pattern form;
+front-ends and the stream-level evaluator sit above it (``cerfleet.query``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from cerfleet import pattern
+from cerfleet.cea.construction import compile_formula
+from cerfleet.cea.predicates import compile_predicate
+from cerfleet.cea.strict import strict_product
+from cerfleet.cea.vector_predicates import compile_vector_predicate
+from cerfleet.complex_event import KeyValue
+from cerfleet.evaluation.determinization import DetCEA
+from cerfleet.evaluation.evaluator import Evaluator
+from cerfleet.evaluation.letters import BatchLetters
+from cerfleet.evaluation.maximal import MaxCEA, MaxEvaluator
+from cerfleet.evaluation.priority import PriorityEvaluator
+from cerfleet.evaluation.substream import SubstreamEvaluator
+from cerfleet.evaluation.window import clock_of, epsilon_of
+from cerfleet.events.timestamps import parse_timestamp
+
+_SCALARS = (str, int, float, bool)
+# Integers up to this size are exact as float64 and stay far from int64 overflow.
+_EXACT = 2**53
+
+
+class QueryPlan:
+    """A pattern compiled to its determinised CEA, with the query's options.
+
+    Compiling is the expensive, once-per-query part; evaluators are cheap and the
+    det-CEA's transition cache is shared by all evaluators of the query.
+
+    ``attributes`` is every event attribute the query reads: the type field, the
+    attributes in its filters, the PARTITION BY attributes and the window's clock
+    (the time field of a time window, the attribute of ``WITHIN n [attr]``). Columns
+    of these alone give ``process_columns`` the same result as the whole events
+    (``cerfleet.events.columns.columns_of`` builds them).
+    """
+
+    def __init__(
+        self, form: pattern.Pattern, *, text: str, type_field: str, time_field: str
+    ) -> None:
+        self.text = text
+        self.type_field = type_field
+        self.time_field = time_field
+        self.pattern = form
+        cea, atoms = compile_formula(form.where, form.select)
+        self.strategy = form.strategy
+        if self.strategy is pattern.Strategy.STRICT:
+            cea = strict_product(cea)
+        self.cea = cea
+        self.dcea = DetCEA(cea, [compile_predicate(p) for p in atoms.preds], type_field)
+        self._atom_preds = atoms.preds
+        self._batch: BatchLetters | None = None
+        self.max_cea = MaxCEA(self.dcea) if self.strategy is pattern.Strategy.MAX else None
+        self.consume = self.pattern.consume
+        self.partition_attrs = self.pattern.partition_by
+        self.partitioned = bool(self.partition_attrs)
+        self.clock = clock_of(self.pattern.within, time_field)
+        self.epsilon = epsilon_of(self.pattern.within)
+        self.limit = self.pattern.limit
+        self._schema = _schema_of(form)
+        parts = _PredicateParts(self._atom_preds)
+        # What letters read; what the vector forms might compute inexactly.
+        self._letter_attributes = frozenset({type_field, *parts.attributes})
+        self._arithmetic = parts.arithmetic
+        self._arithmetic_attributes = parts.arithmetic_attributes
+        self._big_constant = parts.big_constant
+        window_attributes: set[str] = set()
+        if self.pattern.within is not None and self.pattern.within.kind is pattern.WindowKind.TIME:
+            window_attributes.add(time_field)
+        elif self.pattern.within is not None and self.pattern.within.attr is not None:
+            window_attributes.add(self.pattern.within.attr)
+        self.attributes: frozenset[str] = frozenset(
+            {*self._letter_attributes, *self.partition_attrs, *window_attributes}
+        )
+        # Identifies the query a snapshot belongs to: same text and field names.
+        self.fingerprint = hashlib.sha256(
+            "\0".join((text, type_field, time_field)).encode()
+        ).hexdigest()
+
+    @property
+    def batch(self) -> BatchLetters:
+        """Letters of columnar batches, built on first use (the numpy fast path)."""
+        if self._batch is None:
+            self._batch = BatchLetters(
+                self.dcea, [compile_vector_predicate(p) for p in self._atom_preds]
+            )
+        return self._batch
+
+    def batch_letters_exact(self, columns: Mapping[str, np.ndarray], *, originals: bool) -> bool:
+        """Whether ``batch.letters(columns)`` surely equals the scalar letters of the events
+        the columns stand for: the original events when ``originals``, else the rows of
+        the columns themselves (``RowView``).
+
+        The vector forms compute in float64 and int64 where Python computes with exact
+        integers, so integers beyond 2**53 (in an integer column, in a constant or in an
+        arithmetic step, bounded from each column's largest magnitude) may differ. With
+        originals, an object column may also hold a value its row does not rebuild (NaN
+        reads as missing), so only number, boolean and string columns are trusted.
+        """
+        if self._big_constant:
+            return False
+        magnitude: dict[str, float] = {}  # Python ints (exact sums and products) or inf
+        for name in self._letter_attributes:
+            col = columns.get(name)
+            if col is None or not len(col):
+                continue
+            kind = col.dtype.kind
+            if kind in "iu":
+                m = max(-int(col.min()), int(col.max()))
+                if m > _EXACT:
+                    return False
+                magnitude[name] = m
+            elif kind == "f":
+                if name in self._arithmetic_attributes:
+                    largest = float(np.fmax.reduce(np.abs(col), initial=0.0))
+                    magnitude[name] = largest if math.isinf(largest) else math.ceil(largest)
+            elif kind not in "bU" and originals:
+                return False
+        return all(_int_bound(expr, magnitude) <= _EXACT for expr in self._arithmetic)
+
+    def substream_evaluator(self) -> SubstreamEvaluator:
+        """A fresh evaluator for one substream, by selection strategy."""
+        if self.strategy in (pattern.Strategy.NEXT, pattern.Strategy.LAST):
+            return PriorityEvaluator(
+                self.dcea, self.epsilon, last=self.strategy is pattern.Strategy.LAST
+            )
+        if self.max_cea is not None:
+            return MaxEvaluator(self.max_cea, self.epsilon)
+        return Evaluator(self.dcea, self.epsilon)
+
+    def partition_key(self, event: Mapping[str, Any]) -> tuple[KeyValue, ...] | None:
+        """The event's PARTITION BY values; ``()`` without PARTITION BY; None when an
+        attribute is missing, null, NaN or not a scalar (the event belongs to no partition)."""
+        if not self.partitioned:
+            return ()
+        key = []
+        for attr in self.partition_attrs:
+            value = event.get(attr)
+            # NaN is how columnar batches spell a missing number.
+            if value is None or not isinstance(value, _SCALARS) or value != value:
+                return None
+            key.append(value)
+        return tuple(key)
+
+    def check_event(self, event: Mapping[str, Any]) -> str | None:
+        """Under ``DECLARE STREAM``, why the event violates the schema (None if it does not)."""
+        declared = self._schema.get(event.get(self.type_field))  # type: ignore[arg-type]
+        if declared is None:
+            return None
+        for name, atype in declared.items():
+            value = event.get(name)
+            if value is not None and not _has_type(value, atype):
+                return (
+                    f"attribute {name!r} of {event.get(self.type_field)} should be "
+                    f"{atype.value}, got {type(value).__name__} {value!r}"
+                )
+        return None
+
+
+class _PredicateParts:
+    """What the filter predicates read: attributes, top-level arithmetic expressions
+    (and the attributes under them), and whether an integer constant exceeds 2**53."""
+
+    def __init__(self, preds: list[pattern.Pred]) -> None:
+        attributes: set[str] = set()
+        arithmetic: list[pattern.Expr] = []
+        under_arithmetic: set[str] = set()
+        self.big_constant = False
+        for pred in preds:
+            for expr in _expressions(pred):
+                names = {e.name for e in _subexpressions(expr) if isinstance(e, pattern.Attr)}
+                attributes |= names
+                if isinstance(expr, pattern.Arith | pattern.Neg):
+                    arithmetic.append(expr)
+                    under_arithmetic |= names
+                for e in _subexpressions(expr):
+                    if isinstance(e, pattern.Const) and _is_big_int(e.value):
+                        self.big_constant = True
+        self.attributes = frozenset(attributes)
+        self.arithmetic = tuple(arithmetic)
+        self.arithmetic_attributes = frozenset(under_arithmetic)
+
+
+def _is_big_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) > _EXACT
+
+
+def _expressions(pred: pattern.Pred) -> Iterator[pattern.Expr]:
+    """The value expressions of a predicate (constants of IN lists and ranges included)."""
+    match pred:
+        case pattern.Compare(left=left, right=right):
+            yield left
+            yield right
+        case pattern.InList(expr=expr, values=values):
+            yield expr
+            yield from values
+        case pattern.InRange(expr=expr, low=low, high=high):
+            yield from (expr, low, high)
+        case pattern.Like(expr=expr):
+            yield expr
+        case pattern.PNot(operand=operand):
+            yield from _expressions(operand)
+        case pattern.PAnd(left=left, right=right) | pattern.POr(left=left, right=right):
+            yield from _expressions(left)
+            yield from _expressions(right)
+
+
+def _subexpressions(expr: pattern.Expr) -> Iterator[pattern.Expr]:
+    yield expr
+    if isinstance(expr, pattern.Neg):
+        yield from _subexpressions(expr.operand)
+    elif isinstance(expr, pattern.Arith):
+        yield from _subexpressions(expr.left)
+        yield from _subexpressions(expr.right)
+
+
+def _int_bound(expr: pattern.Expr, magnitude: Mapping[str, float]) -> float:
+    """A bound on ``|expr|`` where Python may compute it as an integer; 0 where it is
+    surely a float or missing (floats compute alike in Python and numpy); inf once an
+    integer step may exceed 2**53. ``magnitude``: the largest ``|value|`` per numeric
+    column, rounded up to an int (absent: no number, so arithmetic on it is missing).
+    Bounds are Python ints, so they are exact themselves."""
+    bound: float
+    if isinstance(expr, pattern.Attr):
+        bound = magnitude.get(expr.name, 0)
+    elif isinstance(expr, pattern.Const):
+        value = expr.value
+        bound = 0 if isinstance(value, bool) or not isinstance(value, int) else abs(value)
+    elif isinstance(expr, pattern.Neg):
+        bound = _int_bound(expr.operand, magnitude)
+    else:
+        left = _int_bound(expr.left, magnitude)
+        right = _int_bound(expr.right, magnitude)
+        if math.inf in (left, right):
+            return math.inf
+        if expr.op == "/":
+            return 0  # true division: a float
+        if expr.op == "%":
+            bound = right  # |a % b| < |b|
+        elif expr.op == "*":
+            bound = left * right
+        else:
+            bound = left + right
+    return bound if bound <= _EXACT else math.inf
+
+
+def _has_type(value: object, atype: pattern.AttrType) -> bool:
+    is_num = isinstance(value, int | float) and not isinstance(value, bool)
+    if atype is pattern.AttrType.INT:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if atype is pattern.AttrType.DOUBLE:
+        return is_num
+    if atype is pattern.AttrType.STRING:
+        return isinstance(value, str)
+    if atype is pattern.AttrType.BOOLEAN:
+        return isinstance(value, bool)
+    return is_num or parse_timestamp(value) is not None
+
+
+def _schema_of(query: pattern.Pattern) -> dict[str, dict[str, pattern.AttrType]]:
+    schema: dict[str, dict[str, pattern.AttrType]] = {}
+    for stream in query.declarations:
+        for event in stream.events:
+            schema.setdefault(event.name, {}).update(event.attributes)
+    return schema
