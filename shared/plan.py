@@ -32,6 +32,7 @@ from cerfleet.evaluation.maximal import MaxCEA, MaxEvaluator
 from cerfleet.evaluation.priority import PriorityEvaluator
 from cerfleet.evaluation.substream import SubstreamEvaluator
 from cerfleet.evaluation.window import clock_of, epsilon_of
+from cerfleet.events.ingest import JsonDecoder
 from cerfleet.events.timestamps import parse_timestamp
 
 _SCALARS = (str, int, float, bool)
@@ -67,6 +68,7 @@ class QueryPlan:
         self.dcea = DetCEA(cea, [compile_predicate(p) for p in atoms.preds], type_field)
         self._atom_preds = atoms.preds
         self._batch: BatchLetters | None = None
+        self._json_decoder: JsonDecoder | None = None
         self.max_cea = MaxCEA(self.dcea) if self.strategy is pattern.Strategy.MAX else None
         self.consume = self.pattern.consume
         self.partition_attrs = self.pattern.partition_by
@@ -102,6 +104,20 @@ class QueryPlan:
                 self.dcea, [compile_vector_predicate(p) for p in self._atom_preds]
             )
         return self._batch
+
+    @property
+    def json_decoder(self) -> JsonDecoder:
+        """Decodes JSON records straight into this query's columns (``events.ingest``),
+        judging them as every reader does, the schema check included."""
+        if self._json_decoder is None:
+            declared = {name for attrs in self._schema.values() for name in attrs}
+            self._json_decoder = JsonDecoder(
+                self.attributes,
+                self.type_field,
+                check=self.check_event if self._schema else None,
+                check_attributes=declared,
+            )
+        return self._json_decoder
 
     def batch_letters_exact(self, columns: Mapping[str, np.ndarray], *, originals: bool) -> bool:
         """Whether ``batch.letters(columns)`` surely equals the scalar letters of the events

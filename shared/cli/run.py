@@ -8,17 +8,12 @@ else (malformed lines, errors, the final summary) goes to stderr.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, BinaryIO
 
 from cerfleet.errors import CEQLError
-from cerfleet.events.reader import FORMATS, EventReader, MalformedEvent
-
-if TYPE_CHECKING:
-    from cerfleet.complex_event import ComplexEvent
+from cerfleet.events.reader import FORMATS, STDIN, STDIN_NAME, MalformedEvent
 
 __all__ = ["register", "run"]
 
@@ -65,23 +60,13 @@ def _error(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _json_writer(out: TextIO) -> Callable[[ComplexEvent], None]:
-    # ensure_ascii=False keeps names readable; compact separators keep one
-    # complex event on one short line.
-    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-
-    def write(event: ComplexEvent) -> None:
-        out.write(dumps(event.to_dict()))
-        out.write("\n")
-
-    return write
-
-
 def run(args: argparse.Namespace) -> int:
     """Handler of ``cerfleet run``; returns the exit code."""
     # Imported here so ``cerfleet --help``/``--version`` work without loading
     # the compiler (and its grammar).
+    from cerfleet.output import json_lines
     from cerfleet.query import compile_query
+    from cerfleet.streams import steps
 
     query_path: str = args.query
     try:
@@ -95,61 +80,42 @@ def run(args: argparse.Namespace) -> int:
         _error(f"{query_path}: {err}")
         return EXIT_USAGE
 
-    malformed = 0
-
-    def report(line: int, reason: str) -> None:
-        nonlocal malformed
-        malformed += 1
-        _error(f"{reader.name}:{line}: {reason}")
-
-    try:
-        reader = EventReader(
-            args.events,
-            format=args.format,
-            type_field=args.type_field,
-            strict=args.strict,
-            on_malformed=report,
-        )
-    except OSError as err:
-        _error(f"{args.events}: cannot read event file: {_describe(err)}")
-        return EXIT_USAGE
+    source: BinaryIO
+    if args.events == STDIN:
+        name = STDIN_NAME
+        source = sys.stdin.buffer
+    else:
+        name = args.events
+        try:
+            source = open(args.events, "rb")  # noqa: SIM115 - closed below
+        except OSError as err:
+            _error(f"{args.events}: cannot read event file: {_describe(err)}")
+            return EXIT_USAGE
 
     evaluator = compiled.evaluator()
-    out = sys.stdout
-    write = _json_writer(out)
-    events = 0
-    complex_events = 0
-    with reader:
-        try:
-            for line, event in reader:
-                problem = compiled.check_event(event)
-                if problem is not None:
-                    # A schema violation is a malformed line like any other: it
-                    # takes no position in the stream.
-                    if args.strict:
-                        raise MalformedEvent(line, problem, reader.name)
-                    report(line, problem)
-                    continue
-                events += 1
-                found = evaluator.process(event)
-                if evaluator.last_late:
-                    _error(
-                        f"{reader.name}:{line}: late event: its time is earlier than one "
-                        "already seen in its partition; it takes part in no complex event"
-                    )
-                if found:
-                    for complex_event in found:
-                        write(complex_event)
-                    out.flush()
-                    complex_events += len(found)
-        except MalformedEvent as err:
-            _error(str(err))
-            return EXIT_USAGE
-        except OSError as err:
-            if isinstance(err, BrokenPipeError):
-                raise  # handled (quietly) by main()
-            _error(f"{reader.name}: read error: {_describe(err)}")
-            return EXIT_USAGE
+    out = sys.stdout.buffer
+    events = complex_events = malformed = 0
+    try:
+        for step in steps(compiled, evaluator, source, format=args.format, strict=args.strict):
+            for line, reason in step.reports:
+                _error(f"{name}:{line}: {reason}")
+            events += step.events
+            malformed += step.malformed
+            if step.complex_events:
+                out.write(json_lines(step.complex_events))
+                out.flush()
+                complex_events += len(step.complex_events)
+    except MalformedEvent as err:
+        _error(f"{name}:{err.line}: {err.reason}" if err.source is None else str(err))
+        return EXIT_USAGE
+    except OSError as err:
+        if isinstance(err, BrokenPipeError):
+            raise  # handled (quietly) by main()
+        _error(f"{name}: read error: {_describe(err)}")
+        return EXIT_USAGE
+    finally:
+        if source is not sys.stdin.buffer:
+            source.close()
     out.flush()
     if not args.quiet:
         late = f", {evaluator.late} late events ignored" if evaluator.late else ""

@@ -71,6 +71,8 @@ class QueryEvaluator:
         self.epochs: dict[Key, int] = {}  # the epoch each substream last restarted in
         self.late = 0
         self.last_late = False
+        # The rows of the last ``process_columns`` batch that were late, in no order.
+        self.late_rows: list[int] = []
         self.unpartitioned = 0  # events lacking a PARTITION BY attribute
 
     def process(self, event: Mapping[str, Any], position: int | None = None) -> list[ComplexEvent]:
@@ -137,6 +139,7 @@ class QueryEvaluator:
         builds columns for them); complex events then hold these very objects instead of
         rows rebuilt from the columns. ``positions``: labels of the rows, as for
         ``process_batch``. Both must have the columns' length (``ValueError``)."""
+        self.late_rows = []
         n = column_length(columns) if columns or events is None else len(events)
         if events is not None and len(events) != n:
             raise ValueError(f"{len(events)} events for columns of length {n}")
@@ -179,6 +182,24 @@ class QueryEvaluator:
             out.sort(key=lambda ce: ce.end)  # stable: one end per key, enumeration order kept
         return out
 
+    def process_records(
+        self,
+        records: Sequence[bytes],
+        *,
+        lines: Sequence[int] | None = None,
+        on_malformed: Callable[[int, str], None] | None = None,
+    ) -> list[ComplexEvent]:
+        """Process raw JSON records (lines of a JSON Lines file, values of a Kafka batch):
+        only the attributes the query reads are decoded, straight into columns, and the
+        complex events hold events that keep their bytes (``events.raw_event``). A
+        record that is not an event takes no position and is reported to
+        ``on_malformed(line, reason)``, ``lines`` numbering the records (default 1, 2…)."""
+        batch = self.query.json_decoder.decode(records, lines)
+        if on_malformed is not None:
+            for line, reason in batch.problems:
+                on_malformed(line, reason)
+        return self.process_columns(batch.columns, events=batch.events)
+
     def _rows(
         self,
         row: Row,
@@ -188,11 +209,12 @@ class QueryEvaluator:
     ) -> list[ComplexEvent]:
         """A columnar batch row by row (rows rebuilt from columns one at a time)."""
         rows = events if events is not None else (row(i) for i in range(n))
-        if labels is None:
-            return self.process_batch(rows)
+        at = [None] * n if labels is None else labels.tolist()
         out: list[ComplexEvent] = []
-        for event, j in zip(rows, labels.tolist(), strict=True):
+        for i, (event, j) in enumerate(zip(rows, at, strict=True)):
             out.extend(self.process(event, j))
+            if self.last_late:
+                self.late_rows.append(i)
         return out
 
     def _checked_positions(self, positions: np.ndarray | Sequence[int], n: int) -> np.ndarray:
@@ -267,7 +289,10 @@ class QueryEvaluator:
             # The latest clock before each event; an event below it is late.
             before = np.fmax.accumulate(np.concatenate(([sub.last_clock], clocks)))
             late = clocks < before[:-1]
-            self.late += int(late.sum())
+            late_count = int(late.sum())
+            if late_count:
+                self.late += late_count
+                self.late_rows += idx[late].tolist()
             local = sub.clock + np.cumsum(~late) - 1
         finder = NextRelevant(letters, late)
         rel = Relevance(self.query.dcea, finder.letters)

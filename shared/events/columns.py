@@ -63,9 +63,16 @@ def columns_of(
     return {name: column([e.get(name) for e in events]) for name in sorted(set(attributes))}
 
 
-def column(values: Sequence[Any]) -> np.ndarray:
-    """The array standing for one attribute's values (None: missing)."""
-    kinds = set(map(type, values))
+def column(
+    values: Sequence[Any],
+    kinds: set[type] | None = None,
+    int_bounds: tuple[int, int] | None = None,
+) -> np.ndarray:
+    """The array standing for one attribute's values (None: missing).
+
+    ``kinds`` (the set of the values' types) and ``int_bounds`` (the least and greatest
+    int among them) may be given by a caller that computed them already."""
+    kinds = set(map(type, values)) if kinds is None else set(kinds)
     missing = _NONE in kinds
     kinds.discard(_NONE)
     if not kinds:
@@ -73,8 +80,10 @@ def column(values: Sequence[Any]) -> np.ndarray:
     if kinds == {bool}:
         return _objects(values) if missing else np.array(values, dtype=bool)
     if kinds == {int}:
-        present = [v for v in values if v is not None] if missing else values
-        if min(present) >= -_EXACT and max(present) <= _EXACT:
+        if int_bounds is None:
+            present = [v for v in values if v is not None] if missing else values
+            int_bounds = (min(present), max(present))
+        if int_bounds[0] >= -_EXACT and int_bounds[1] <= _EXACT:
             return np.array(values, dtype=np.float64 if missing else np.int64)
         return _objects(values)
     if kinds <= {int, float}:

@@ -9,7 +9,7 @@ from typing import Any
 
 from cerfleet.events.records import Malformed, Parsed, json_kind, type_problem
 
-__all__ = ["parse_jsonl"]
+__all__ = ["BadRecord", "loads", "parse_jsonl", "parse_line"]
 
 
 def _optional_orjson() -> Callable[[bytes | str], Any] | None:
@@ -26,17 +26,19 @@ def _optional_orjson() -> Callable[[bytes | str], Any] | None:
 _fast_loads = _optional_orjson()
 
 
-class _BadRecord(Exception):
+class BadRecord(Exception):
     """Internal: carries the reason a line is not JSON."""
 
 
 def _reject_constant(name: str) -> Any:
     # The stdlib accepts NaN/Infinity, which are not JSON (and orjson rejects);
     # refusing them keeps the verdict independent of whether orjson is installed.
-    raise _BadRecord(f"not valid JSON: {name} is not allowed")
+    raise BadRecord(f"not valid JSON: {name} is not allowed")
 
 
-def _loads(raw: bytes | str) -> Any:
+def loads(raw: bytes | str) -> Any:
+    """The JSON value of one record, as every reader of cerfleet decodes it (``BadRecord``
+    when it is not JSON)."""
     if _fast_loads is not None:
         try:
             return _fast_loads(raw)
@@ -49,13 +51,13 @@ def _loads(raw: bytes | str) -> Any:
         try:
             raw = raw.decode("utf-8")
         except UnicodeDecodeError as err:
-            raise _BadRecord(f"not valid UTF-8 (byte {err.start + 1})") from None
+            raise BadRecord(f"not valid UTF-8 (byte {err.start + 1})") from None
     try:
         return json.loads(raw, parse_constant=_reject_constant)
     except json.JSONDecodeError as err:
-        raise _BadRecord(f"not valid JSON: {err.msg} (column {err.colno})") from None
+        raise BadRecord(f"not valid JSON: {err.msg} (column {err.colno})") from None
     except RecursionError:
-        raise _BadRecord("not valid JSON: nested too deeply") from None
+        raise BadRecord("not valid JSON: nested too deeply") from None
 
 
 def parse_jsonl(lines: Iterable[bytes | str], type_field: str) -> Iterator[tuple[int, Parsed]]:
@@ -73,13 +75,19 @@ def parse_jsonl(lines: Iterable[bytes | str], type_field: str) -> Iterator[tuple
                 raw = raw.removeprefix("\ufeff")
         if not raw.strip():
             continue
-        try:
-            value = _loads(raw)
-        except _BadRecord as err:
-            yield line_number, Malformed(str(err))
-            continue
-        if type(value) is not dict:
-            yield line_number, Malformed(f"not a JSON object (got {json_kind(value)})")
-            continue
-        problem = type_problem(value, type_field)
-        yield line_number, value if problem is None else Malformed(problem)
+        # Without its line break: a record cut short is reported at the column where
+        # it breaks off, not at "column 1" of the next line.
+        raw = raw.rstrip(b"\r\n") if isinstance(raw, bytes) else raw.rstrip("\r\n")
+        yield line_number, parse_line(raw, type_field)
+
+
+def parse_line(raw: bytes | str, type_field: str) -> Parsed:
+    """One non-blank line: the event, or why it is not one."""
+    try:
+        value = loads(raw)
+    except BadRecord as err:
+        return Malformed(str(err))
+    if type(value) is not dict:
+        return Malformed(f"not a JSON object (got {json_kind(value)})")
+    problem = type_problem(value, type_field)
+    return value if problem is None else Malformed(problem)

@@ -9,6 +9,7 @@ import queue
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -408,3 +409,35 @@ def test_late_events_are_reported_and_ignored(
     assert [line["positions"] for line in output_lines(captured.out)] == [[0, 2]]
     assert "e.jsonl:2: late event" in captured.err
     assert "1 late events ignored" in captured.err
+
+
+def test_a_slow_writer_sees_each_complex_event_within_50_ms(tmp_path: Path) -> None:
+    """With ``-``, a batch is whatever has arrived: a complex event is printed as soon
+    as the line of its last event reaches the pipe, not when a batch fills up."""
+    query = write(tmp_path, "q.ceql", A_THEN_B)
+    proc = spawn("run", query, "-", stdin=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    delays = []
+    try:
+        out = _line_reader(proc.stdout)
+        for i in range(7):
+            proc.stdin.write(json.dumps({"type": "A", "i": i}).encode() + b"\n")
+            proc.stdin.flush()
+            time.sleep(0.05)  # a slow writer: the A arrives alone
+            sent = time.perf_counter()
+            proc.stdin.write(json.dumps({"type": "B", "i": i}).encode() + b"\n")
+            proc.stdin.flush()
+            line = out.get(timeout=60)
+            delays.append(time.perf_counter() - sent)
+            assert json.loads(line)["events"][-1] == {"type": "B", "i": i}
+            # Every A so far pairs with this B: read the others too.
+            for _ in range(i):
+                out.get(timeout=60)
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    delays.sort()
+    assert delays[len(delays) // 2] < 0.05, delays

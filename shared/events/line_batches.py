@@ -1,0 +1,70 @@
+"""A byte stream cut into batches of whole lines, each line numbered.
+
+Reads in large chunks through a ``read(n)`` that returns what is there (``os.read`` on
+a file descriptor, ``read1`` of a buffered stream): from a file, a batch is up to
+``max_bytes`` of lines; from a pipe or terminal, whatever has arrived (such a read
+returns as soon as anything is there), so a line is handed on as soon as it is
+complete and a live stream stays live.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+__all__ = ["LineBatch", "line_batches"]
+
+DEFAULT_MAX_BYTES = 1 << 20
+_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass
+class LineBatch:
+    """Non-blank-looking lines (no line break, no carriage return at the end), their
+    1-based line numbers, and the stream's bytes read so far."""
+
+    lines: list[bytes]
+    numbers: list[int]
+    bytes_read: int
+
+
+def line_batches(
+    read: Callable[[int], bytes], *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> Iterator[LineBatch]:
+    """Batches of the lines ``read`` returns until end of input (an empty read); a
+    last line without a line break counts. Empty lines are left out (their numbers
+    are skipped); lines of only spaces are kept for the decoder to drop."""
+    carry = b""
+    next_number = 1
+    total = 0
+    first = True
+    while True:
+        chunk = read(max_bytes)
+        total += len(chunk)
+        if chunk:
+            data = carry + chunk
+            end = data.rfind(b"\n")
+            if end < 0:
+                carry = data
+                continue
+            carry = data[end + 1 :]
+            text = data[:end]
+        else:
+            if not carry:
+                return
+            text, carry = carry, b""
+        if first:
+            text = text.removeprefix(_BOM)  # a UTF-8 byte order mark is not JSON
+            first = False
+        lines = text.split(b"\n")
+        if b"\r" in text:  # CRLF files: the CR is no part of the record
+            lines = [line.rstrip(b"\r") for line in lines]
+        numbers = range(next_number, next_number + len(lines))
+        next_number += len(lines)
+        if b"" in lines:
+            kept = [(n, line) for n, line in zip(numbers, lines, strict=True) if line]
+            yield LineBatch([line for _, line in kept], [n for n, _ in kept], total)
+        else:
+            yield LineBatch(lines, list(numbers), total)
+        if not chunk:
+            return

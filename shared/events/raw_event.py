@@ -1,0 +1,91 @@
+"""An event as it was read: its bytes, with only what the query reads decoded.
+
+The ingestion layer (``ingest``) decodes the attributes a query reads straight into
+columns and keeps each event's bytes. Evaluation touches few events one by one (those
+that change an automaton state); for them a ``RawEvent`` answers the query's attributes
+from the values already decoded, decodes the rest of the event only if asked, and lets
+the output be written from the bytes the event arrived as, never re-encoded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, overload
+
+from cerfleet.events.jsonl import loads
+
+__all__ = ["RawEvent", "RawEvents"]
+
+
+class RawEvent(Mapping[str, Any]):
+    """A read-only mapping equal to the event ``raw`` decodes to.
+
+    ``known`` holds the decoded values of some attributes, None where the attribute is
+    missing or null: ``get`` answers from it (both read as None), while ``[]`` and the
+    rest of the mapping, which must tell the two apart, decode ``raw`` once.
+    """
+
+    __slots__ = ("_doc", "_known", "raw")
+
+    def __init__(self, raw: bytes, known: dict[str, Any]) -> None:
+        self.raw = raw
+        self._known = known
+        self._doc: dict[str, Any] | None = None
+
+    def _decoded(self) -> dict[str, Any]:
+        doc = self._doc
+        if doc is None:
+            # The line was judged an event when it was read: it decodes.
+            doc = self._doc = loads(self.raw)
+        return doc
+
+    def get(self, key: str, default: Any = None) -> Any:
+        known = self._known
+        if key in known:
+            value = known[key]
+            if value is not None or default is None:
+                return value
+        return self._decoded().get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._known.get(key)
+        if value is not None:
+            return value
+        return self._decoded()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._decoded())
+
+    def __len__(self) -> int:
+        return len(self._decoded())
+
+    def __repr__(self) -> str:
+        return f"RawEvent({self.raw!r})"
+
+
+class RawEvents(Sequence[RawEvent]):
+    """The events of a batch, made on first access: most rows are never looked at one
+    by one, so most never become Python objects."""
+
+    __slots__ = ("_names", "_raws", "_values")
+
+    def __init__(self, raws: Sequence[bytes], values: Mapping[str, Sequence[Any]]) -> None:
+        self._raws = raws
+        self._names = tuple(values)
+        self._values = tuple(values[name] for name in self._names)
+
+    def __len__(self) -> int:
+        return len(self._raws)
+
+    @overload
+    def __getitem__(self, i: int) -> RawEvent: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[RawEvent]: ...
+
+    def __getitem__(self, i: int | slice) -> RawEvent | Sequence[RawEvent]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        # A copy of the row's values: a held event never keeps its whole batch alive.
+        known = {name: column[i] for name, column in zip(self._names, self._values, strict=True)}
+        return RawEvent(self._raws[i], known)

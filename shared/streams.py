@@ -1,0 +1,138 @@
+"""A query over a whole input: bytes in, complex events out, batch by batch.
+
+What ``cerfleet run`` and ``CompiledQuery.stream`` run: JSON Lines go through the
+columnar ingestion layer (``events.line_batches`` → ``events.ingest`` →
+``QueryEvaluator.process_columns``), so no event becomes a Python dict unless the
+automaton needs to look at it; CSV goes through its row reader, batched. Each step
+hands back the complex events the batch ended, and the batch's reports in line order:
+records that are not events (they take no position) and late events.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import stat
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+from cerfleet.complex_event import ComplexEvent
+from cerfleet.evaluation.query_evaluator import QueryEvaluator
+from cerfleet.events.columns import columns_of
+from cerfleet.events.csv_reader import parse_csv
+from cerfleet.events.line_batches import DEFAULT_MAX_BYTES, line_batches
+from cerfleet.events.reader import detect_format
+from cerfleet.events.records import Malformed, MalformedEvent
+from cerfleet.plan import QueryPlan
+
+__all__ = ["LATE", "Step", "steps"]
+
+LATE = (
+    "late event: its time is earlier than one already seen in its partition; "
+    "it takes part in no complex event"
+)
+# CSV rows per batch from a file (a pipe goes row by row: it must stay live).
+CSV_BATCH = 8192
+
+
+@dataclass
+class Step:
+    """One batch evaluated: its complex events, its reports ``(line, reason)`` in line
+    order (``LATE`` for a late event), how many of its records were events and how
+    many were not, and the input's bytes read so far (None when unknown)."""
+
+    complex_events: list[ComplexEvent]
+    reports: list[tuple[int, str]] = field(default_factory=list)
+    events: int = 0
+    malformed: int = 0
+    bytes_read: int | None = None
+
+
+def steps(
+    query: QueryPlan,
+    evaluator: QueryEvaluator,
+    source: BinaryIO,
+    *,
+    format: str = "auto",
+    strict: bool = False,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> Iterator[Step]:
+    """Evaluate ``source`` (a binary file, a pipe, stdin's buffer) batch by batch.
+
+    ``strict``: the first record that is not an event ends the input with
+    ``MalformedEvent`` (its line and reason), after the events before it were
+    evaluated and their step handed out. ``max_bytes`` bounds what one JSON Lines
+    batch reads (memory stays bounded whatever the input's size).
+    """
+    if detect_format(source, format) == "csv":
+        yield from _csv_steps(query, evaluator, source, strict)
+        return
+    decoder = query.json_decoder
+    for lines in line_batches(_reader(source), max_bytes=max_bytes):
+        batch = decoder.decode(lines.lines, lines.numbers)
+        stop: tuple[int, str] | None = None
+        if strict and batch.problems:
+            stop = batch.problems[0]
+            keep = [i for i, n in enumerate(lines.numbers) if n < stop[0]]
+            batch = decoder.decode([lines.lines[i] for i in keep], [lines.numbers[i] for i in keep])
+        found = evaluator.process_columns(batch.columns, events=batch.events)
+        reports = [*batch.problems, *((batch.lines[r], LATE) for r in evaluator.late_rows)]
+        reports.sort(key=lambda report: report[0])
+        yield Step(found, reports, len(batch), len(batch.problems), lines.bytes_read)
+        if stop is not None:
+            raise MalformedEvent(*stop)
+
+
+def _csv_steps(
+    query: QueryPlan, evaluator: QueryEvaluator, source: BinaryIO, strict: bool
+) -> Iterator[Step]:
+    live = not _is_file(source)
+    rows: list[dict[str, Any]] = []
+    numbers: list[int] = []
+    problems: list[tuple[int, str]] = []
+
+    def flush() -> Step:
+        columns = columns_of(rows, query.attributes)
+        found = evaluator.process_columns(columns, events=rows)
+        reports = [*problems, *((numbers[r], LATE) for r in evaluator.late_rows)]
+        reports.sort(key=lambda report: report[0])
+        step = Step(found, reports, len(rows), len(problems))
+        rows.clear()
+        numbers.clear()
+        problems.clear()
+        return step
+
+    for line, item in parse_csv(source, query.type_field):
+        reason = item.reason if isinstance(item, Malformed) else query.check_event(item)
+        if reason is not None:
+            problems.append((line, reason))
+            if strict:
+                yield flush()
+                raise MalformedEvent(line, reason)
+            if live:
+                yield flush()
+            continue
+        assert not isinstance(item, Malformed)
+        rows.append(item)
+        numbers.append(line)
+        if live or len(rows) >= CSV_BATCH:
+            yield flush()
+    yield flush()
+
+
+def _reader(source: BinaryIO) -> Callable[[int], bytes]:
+    """A read that returns what is there: the descriptor itself when there is one (no
+    second buffer), else the stream's ``read1``."""
+    try:
+        return functools.partial(os.read, source.fileno())
+    except (OSError, ValueError, AttributeError):
+        read1: Callable[[int], bytes] | None = getattr(source, "read1", None)
+        return read1 if read1 is not None else source.read
+
+
+def _is_file(source: BinaryIO) -> bool:
+    try:
+        return stat.S_ISREG(os.fstat(source.fileno()).st_mode)
+    except (OSError, ValueError, AttributeError):
+        return True  # an in-memory stream: all there already
