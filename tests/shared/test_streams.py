@@ -148,5 +148,5 @@ def test_a_record_cut_short_is_reported_where_it_breaks_off() -> None:
     query = compile_query("SELECT * FROM S WHERE SELL")
     _, row_reports = _row_path(query, data)
     _, columnar_reports, _ = _columnar_path(query, data, 1 << 20)
-    want = [(1, "not valid JSON: Expecting ',' delimiter (column 45)")]
+    want = [(1, "not valid JSON: Expecting ',' delimiter (column 44)")]
     assert row_reports == columnar_reports == want
