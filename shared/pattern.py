@@ -247,6 +247,25 @@ class Plus:
 
 
 @dataclass(frozen=True)
+class Contiguous:
+    """``φ1 : φ2`` (contiguous sequencing): ``φ1 ; φ2`` with no event of the
+    (partition's) stream between φ1's last event and φ2's first."""
+
+    left: Formula
+    right: Formula
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class ContiguousPlus:
+    """``φ :+`` (contiguous iteration): ``φ OR φ : φ:+``, each iteration starting on
+    the event right after the previous one's last."""
+
+    formula: Formula
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
 class Filter:
     """``φ FILTER θ``."""
 
@@ -255,7 +274,7 @@ class Filter:
     span: Span | None = _span()
 
 
-Formula = EventType | As | Seq | Or | Plus | Filter
+Formula = EventType | As | Seq | Or | Plus | Filter | Contiguous | ContiguousPlus
 
 # ------------------------------------------------------------------------ clauses
 

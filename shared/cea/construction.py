@@ -64,6 +64,10 @@ class _Builder:
             return self._sequence(self.build(phi.left), self.build(phi.right))
         if isinstance(phi, pattern.Plus):
             return self._plus(self.build(phi.formula))
+        if isinstance(phi, pattern.Contiguous):
+            return self._sequence(self.build(phi.left), self.build(phi.right), skip=False)
+        if isinstance(phi, pattern.ContiguousPlus):
+            return self._plus(self.build(phi.formula), skip=False)
         raise TypeError(f"not a CEL formula: {phi!r}")
 
     def _filter(self, phi: pattern.Formula, theta: pattern.FilterExpr) -> VCEA:
@@ -86,10 +90,12 @@ class _Builder:
         return VCEA(a.transitions + b.transitions, a.initial | b.initial, a.final | b.final)
 
     @staticmethod
-    def _sequence(a: VCEA, b: VCEA) -> VCEA:
+    def _sequence(a: VCEA, b: VCEA, *, skip: bool = True) -> VCEA:
         transitions = a.transitions + b.transitions
-        # Skip irrelevant events between ψ1 and ψ2 (non-contiguous sequencing).
-        transitions += [VTransition(p, TRUE, frozenset(), p) for p in sorted(b.initial)]
+        # Skip irrelevant events between ψ1 and ψ2 (non-contiguous sequencing). Without
+        # the loop (``:``) a run waiting for ψ2 dies on any event ψ2 cannot start with.
+        if skip:
+            transitions += [VTransition(p, TRUE, frozenset(), p) for p in sorted(b.initial)]
         # Runs that would complete ψ1 continue in ψ2's initial states instead.
         transitions += [
             VTransition(t.source, t.guard, t.labels, q)
@@ -99,7 +105,7 @@ class _Builder:
         ]
         return VCEA(transitions, set(a.initial), set(b.final))
 
-    def _plus(self, a: VCEA) -> VCEA:
+    def _plus(self, a: VCEA, *, skip: bool = True) -> VCEA:
         q = self.fresh()
         # Runs that would complete ψ may instead wait in q for the next iteration.
         transitions = a.transitions + [
@@ -115,8 +121,10 @@ class _Builder:
             for t in transitions
             if t.source in a.initial
         ]
-        # Erratum: the printed construction lacks this loop, making iteration contiguous.
-        transitions.append(VTransition(q, TRUE, frozenset(), q))
+        # Erratum: the printed construction lacks this loop, making iteration contiguous,
+        # which is exactly what ``:+`` wants.
+        if skip:
+            transitions.append(VTransition(q, TRUE, frozenset(), q))
         return VCEA(transitions, set(a.initial), set(a.final))
 
 

@@ -57,10 +57,17 @@ def _walk(formula: pattern.Formula) -> Iterator[pattern.Formula]:
     """Every node of ``formula`` in source order (a node right after its operands)."""
     match formula:
         case (
-            pattern.As(formula=inner) | pattern.Plus(formula=inner) | pattern.Filter(formula=inner)
+            pattern.As(formula=inner)
+            | pattern.Plus(formula=inner)
+            | pattern.ContiguousPlus(formula=inner)
+            | pattern.Filter(formula=inner)
         ):
             yield from _walk(inner)
-        case pattern.Seq(left=left, right=right) | pattern.Or(left=left, right=right):
+        case (
+            pattern.Seq(left=left, right=right)
+            | pattern.Contiguous(left=left, right=right)
+            | pattern.Or(left=left, right=right)
+        ):
             yield from _walk(left)
             yield from _walk(right)
     yield formula
@@ -206,8 +213,9 @@ class _Checker:
         window = self.query.within
         if window is None:
             return
-        if window.amount <= 0:
-            self.fail("WITHIN needs a positive amount", window.span, "a number above 0")
+        # ε may be 0: a complex event whose events share one instant (or one position).
+        if window.amount < 0:
+            self.fail("WITHIN needs an amount of at least 0", window.span, "a number of 0 or more")
         if window.kind is pattern.WindowKind.EVENTS and not float(window.amount).is_integer():
             self.fail("WITHIN ... EVENTS counts events", window.span, "a whole number of events")
         if window.kind is pattern.WindowKind.ATTRIBUTE and window.attr is not None:

@@ -22,7 +22,7 @@ __all__ = ["PLAIN_KEYWORDS", "CEQLLexer", "Malformed"]
 
 PLAIN_KEYWORDS = (
     *("SELECT", "FROM", "WHERE", "AS", "OR", "AND", "NOT", "FILTER"),
-    *("PARTITION", "BY", "WITHIN", "CONSUME", "LIMIT", "DECLARE", "STREAM"),
+    *("PARTITION", "BY", "WITHIN", "CONSUME", "LIMIT", "DECLARE", "CREATE", "STREAM"),
     *("ALL", "NEXT", "LAST", "MAX", "STRICT", "ANY", "NONE", "EVENT", "EVENTS"),
     *("IN", "RANGE", "LIKE", "TRUE", "FALSE"),
 )

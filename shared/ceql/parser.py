@@ -60,6 +60,20 @@ def _unquote(lexeme: str) -> str:
 _COMPARISONS = {"==": "=", "<>": "!="}
 
 
+# CORE's engine declares attributes as `long` too.
+_TYPE_SYNONYMS = {"long": "int"}
+
+
+def _plural(unit: Token) -> str:
+    upper = unit.value.upper()
+    return upper if upper.endswith("S") else upper + "S"
+
+
+def _negated(pred: pattern.Pred, negated: Token | None) -> pattern.Pred:
+    """``NOT IN`` a half-open range: plain negation, as ``NOT IN RANGE`` is."""
+    return pred if negated is None else pattern.PNot(pred, pred.span)
+
+
 @dataclass(frozen=True)
 class _Names:
     """Identifiers of a clause (SELECT list, FROM list, PARTITION BY) with their spans."""
@@ -117,8 +131,9 @@ class _ToAst(Transformer[Token, Any]):
 
     def attr_decl(self, meta: Meta, children: list[Token]) -> tuple[str, pattern.AttrType]:
         name, type_ = children
+        spelled = type_.value.lower()
         try:
-            return name.value, pattern.AttrType(type_.value.lower())
+            return name.value, pattern.AttrType(_TYPE_SYNONYMS.get(spelled, spelled))
         except ValueError:
             raise self._error(
                 f"unknown attribute type '{type_.value}'",
@@ -150,11 +165,16 @@ class _ToAst(Transformer[Token, Any]):
         return pattern.Window(pattern.WindowKind.EVENTS, children[1].value, span=_span(meta))
 
     def within_time(self, meta: Meta, children: list[Any]) -> pattern.Window:
-        unit = children[2].value.upper()
-        unit = unit if unit.endswith("S") else unit + "S"
-        return pattern.Window(
-            pattern.WindowKind.TIME, children[1].value, unit=unit, span=_span(meta)
-        )
+        numbers, units = children[1::2], children[2::2]
+        parts = [(n.value, _plural(u)) for n, u in zip(numbers, units, strict=True)]
+        if len(parts) == 1:
+            amount, unit = parts[0]
+            return pattern.Window(pattern.WindowKind.TIME, amount, unit=unit, span=_span(meta))
+        # `WITHIN 1 HOURS 30 MINUTES`: the spans add up (in milliseconds).
+        total = sum(amount * pattern.TIME_UNITS_MS[unit] for amount, unit in parts)
+        if isinstance(total, float) and total.is_integer():
+            total = int(total)
+        return pattern.Window(pattern.WindowKind.TIME, total, unit="MILLISECONDS", span=_span(meta))
 
     def within_attr(self, meta: Meta, children: list[Any]) -> pattern.Window:
         amount, attr = children[1].value, children[2].value
@@ -180,6 +200,12 @@ class _ToAst(Transformer[Token, Any]):
 
     def seq(self, meta: Meta, children: list[Any]) -> pattern.Seq:
         return pattern.Seq(children[0], children[1], _span(meta))
+
+    def cseq(self, meta: Meta, children: list[Any]) -> pattern.Contiguous:
+        return pattern.Contiguous(children[0], children[1], _span(meta))
+
+    def cplus(self, meta: Meta, children: list[Any]) -> pattern.ContiguousPlus:
+        return pattern.ContiguousPlus(children[0], _span(meta))
 
     def or_(self, meta: Meta, children: list[Any]) -> pattern.Or:
         return pattern.Or(children[0], children[2], _span(meta))
@@ -225,6 +251,18 @@ class _ToAst(Transformer[Token, Any]):
     def in_range(self, meta: Meta, children: list[Any]) -> pattern.InRange:
         expr, negated, _in, _range, low, high = children
         return pattern.InRange(expr, low, high, negated is not None, _span(meta))
+
+    def in_range_dots(self, meta: Meta, children: list[Any]) -> pattern.InRange:
+        expr, negated, _in, low, _dots, high = children
+        return pattern.InRange(expr, low, high, negated is not None, _span(meta))
+
+    def in_from(self, meta: Meta, children: list[Any]) -> pattern.Pred:
+        expr, negated, _in, low, _dots = children
+        return _negated(pattern.Compare(">=", expr, low, _span(meta)), negated)
+
+    def in_upto(self, meta: Meta, children: list[Any]) -> pattern.Pred:
+        expr, negated, _in, _dots, high = children
+        return _negated(pattern.Compare("<=", expr, high, _span(meta)), negated)
 
     def like(self, meta: Meta, children: list[Any]) -> pattern.Like:
         expr, negated, _like, regex = children

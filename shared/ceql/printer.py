@@ -163,9 +163,9 @@ _ATOM, _POSTFIX, _SEQ, _OR, _FILTER = 4, 3, 2, 1, 0
 def _level(formula: pattern.Formula) -> int:
     if isinstance(formula, pattern.EventType):
         return _ATOM
-    if isinstance(formula, pattern.As | pattern.Plus):
+    if isinstance(formula, pattern.As | pattern.Plus | pattern.ContiguousPlus):
         return _POSTFIX
-    if isinstance(formula, pattern.Seq):
+    if isinstance(formula, pattern.Seq | pattern.Contiguous):
         return _SEQ
     if isinstance(formula, pattern.Or):
         return _OR
@@ -182,8 +182,12 @@ def format_formula(formula: pattern.Formula) -> str:
         return f"{_operand(formula.formula, _ATOM)} AS {formula.var}"
     if isinstance(formula, pattern.Plus):
         return f"{_operand(formula.formula, _ATOM)}+"
+    if isinstance(formula, pattern.ContiguousPlus):
+        return f"{_operand(formula.formula, _ATOM)}:+"
     if isinstance(formula, pattern.Seq):
         return f"{_operand(formula.left, _SEQ)} ; {_operand(formula.right, _POSTFIX)}"
+    if isinstance(formula, pattern.Contiguous):
+        return f"{_operand(formula.left, _SEQ)} : {_operand(formula.right, _POSTFIX)}"
     if isinstance(formula, pattern.Or):
         return f"{_operand(formula.left, _OR)} OR {_operand(formula.right, _SEQ)}"
     if isinstance(formula, pattern.Filter):

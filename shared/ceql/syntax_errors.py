@@ -18,6 +18,7 @@ __all__ = ["describe", "expected_text", "unexpected_character", "unexpected_toke
 _READABLE: dict[str, str] = {
     "SEMICOLON": "';'",
     "PLUS": "'+'",
+    "COLON_PLUS": "':+'",
     "MINUS": "'-'",
     "STAR": "'*'",
     "SLASH": "'/'",
@@ -25,6 +26,7 @@ _READABLE: dict[str, str] = {
     "CMP_OP": "a comparison operator",
     "COMMA": "','",
     "COLON": "':'",
+    "DOUBLE_DOT": "'..'",
     "LPAR": "'('",
     "FILTER_LPAR": "'('",
     "RPAR": "')'",

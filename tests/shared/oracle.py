@@ -231,6 +231,14 @@ def evaluate_formula(
         )
     if isinstance(formula, pattern.Plus):
         return _iterate(evaluate_formula(formula.formula, events, type_field))
+    if isinstance(formula, pattern.Contiguous):
+        return _sequence(
+            evaluate_formula(formula.left, events, type_field),
+            evaluate_formula(formula.right, events, type_field),
+            contiguous=True,
+        )
+    if isinstance(formula, pattern.ContiguousPlus):
+        return _iterate(evaluate_formula(formula.formula, events, type_field), contiguous=True)
     raise TypeError(f"not a formula: {formula!r}")
 
 
@@ -257,13 +265,18 @@ def _concat(v1: Valuation, v2: Valuation) -> Valuation:
     return Valuation.make(v1.start, v2.end, mu)
 
 
-def _sequence(left: Iterable[Valuation], right: Iterable[Valuation]) -> set[Valuation]:
-    """``⦇φ1 ; φ2⦈`` from ``⦇φ1⦈`` and ``⦇φ2⦈``."""
+def _sequence(
+    left: Iterable[Valuation], right: Iterable[Valuation], *, contiguous: bool = False
+) -> set[Valuation]:
+    """``⦇φ1 ; φ2⦈`` from ``⦇φ1⦈`` and ``⦇φ2⦈``; ``⦇φ1 : φ2⦈`` when ``contiguous``:
+    φ2 starts on the very next event of the substream."""
     right = list(right)
+    if contiguous:
+        return {_concat(v1, v2) for v1 in left for v2 in right if v1.end + 1 == v2.start}
     return {_concat(v1, v2) for v1 in left for v2 in right if v1.end < v2.start}
 
 
-def _iterate(base: set[Valuation]) -> set[Valuation]:
+def _iterate(base: set[Valuation], *, contiguous: bool = False) -> set[Valuation]:
     """``⦇φ+⦈`` = least fixpoint of ``X = ⦇φ⦈ ∪ ⦇φ⦈ ; X``.
 
     Iterates semi-naively: each round only extends the valuations found in the
@@ -273,7 +286,7 @@ def _iterate(base: set[Valuation]) -> set[Valuation]:
     result = set(base)
     frontier = set(base)
     while frontier:
-        frontier = _sequence(base, frontier) - result
+        frontier = _sequence(base, frontier, contiguous=contiguous) - result
         result |= frontier
     return result
 

@@ -147,9 +147,9 @@ def _node_kinds(binary: bool, plus: bool, dense: bool) -> st.SearchStrategy[str]
     ``+`` still allowed or not; dense formulas have relatively fewer filters."""
     kinds: tuple[str, ...] = ("as", "filter")
     if plus:
-        kinds += ("plus",)
+        kinds += ("plus", "plus", "cplus")
     if binary:
-        kinds += ("seq", "seq", "or")
+        kinds += ("seq", "seq", "seq", "seq", "cseq", "cseq", "or", "or")
     if dense:
         kinds = tuple(kind for kind in kinds if kind != "filter") * 2 + ("filter",)
     return st.sampled_from(kinds)
@@ -167,7 +167,7 @@ def event_types(formula: pattern.Formula) -> set[str]:
     """The event types a formula mentions."""
     if isinstance(formula, pattern.EventType):
         return {formula.name}
-    if isinstance(formula, pattern.Seq | pattern.Or):
+    if isinstance(formula, pattern.Seq | pattern.Contiguous | pattern.Or):
         return event_types(formula.left) | event_types(formula.right)
     return event_types(formula.formula)
 
@@ -178,9 +178,13 @@ def _bound(formula: pattern.Formula) -> set[str]:
         return {formula.name}
     if isinstance(formula, pattern.As):
         return _bound(formula.formula) | {formula.var}
-    if isinstance(formula, pattern.Seq | pattern.Or):
+    if isinstance(formula, pattern.Seq | pattern.Contiguous | pattern.Or):
         return _bound(formula.left) | _bound(formula.right)
     return _bound(formula.formula)
+
+
+_BINARY: dict[str, Any] = {"seq": pattern.Seq, "cseq": pattern.Contiguous, "or": pattern.Or}
+_ITERATIONS: dict[str, Any] = {"plus": pattern.Plus, "cplus": pattern.ContiguousPlus}
 
 
 def _formula_of_size(draw: st.DrawFn, size: int, plus_depth: int, dense: bool) -> pattern.Formula:
@@ -191,13 +195,14 @@ def _formula_of_size(draw: st.DrawFn, size: int, plus_depth: int, dense: bool) -
     if size <= 1:
         return pattern.EventType(draw(_TYPE_NAMES[dense]))
     kind = draw(_NODE_KINDS[size >= 3, plus_depth > 0, dense])
-    if kind in ("seq", "or"):
+    if kind in _BINARY:
         left_size = draw(st.integers(min_value=1, max_value=size - 2))
         left = _formula_of_size(draw, left_size, plus_depth, dense)
         right = _formula_of_size(draw, size - 1 - left_size, plus_depth, dense)
-        return pattern.Seq(left, right) if kind == "seq" else pattern.Or(left, right)
-    if kind == "plus":
-        return pattern.Plus(_formula_of_size(draw, size - 1, plus_depth - 1, dense))
+        return _BINARY[kind](left, right)
+    if kind in _ITERATIONS:
+        inner = _formula_of_size(draw, size - 1, plus_depth - 1, dense)
+        return _ITERATIONS[kind](inner)
     inner = _formula_of_size(draw, size - 1, plus_depth, dense)
     if kind == "as":
         return pattern.As(inner, draw(_VARIABLE_NAMES))
@@ -220,20 +225,20 @@ def formulas(
 # ----------------------------------------------------------------------- queries
 
 
-# Amounts start at 1: the query checker rejects empty windows.
+# Amounts from 0: ε = 0 keeps the complex events whose events share one clock value.
 _WINDOWS: st.SearchStrategy[pattern.Window | None] = st.one_of(
     st.none(),
-    st.builds(pattern.Window, st.just(pattern.WindowKind.EVENTS), st.integers(1, 4)),
+    st.builds(pattern.Window, st.just(pattern.WindowKind.EVENTS), st.integers(0, 4)),
     st.builds(
         pattern.Window,
         st.just(pattern.WindowKind.ATTRIBUTE),
-        st.integers(1, 5),
+        st.integers(0, 5),
         attr=st.just(TIME_FIELD),
     ),
     st.builds(
         pattern.Window,
         st.just(pattern.WindowKind.TIME),
-        st.integers(1, 5),
+        st.integers(0, 5),
         unit=st.just("MILLISECONDS"),
     ),
 )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -28,7 +29,14 @@ from cerfleet.ceql.printer import to_ceql
 from cerfleet.complex_event import ComplexEvent
 from cerfleet.query import compile_query
 from tests.shared.oracle import OracleResult, oracle_by_end
-from tests.shared.strategies import EVENT_TYPES, TIME_FIELD, event_types, queries, streams
+from tests.shared.strategies import (
+    EVENT_TYPES,
+    TIME_FIELD,
+    event_types,
+    formulas,
+    queries,
+    streams,
+)
 
 MAX_EXAMPLES = int(os.environ.get("CERFLEET_DIFF_EXAMPLES", "2500"))
 
@@ -182,3 +190,37 @@ def test_snapshot_restore_with_selection_and_consumption(
     """The same with every strategy and consumption policy (whose restart points
     are state too); no LIMIT, since which n complex events it keeps is unspecified."""
     check_snapshot_restore(query, stream, every)
+
+
+def _with_operator(data: st.DataObject, operator: str) -> tuple[pattern.Pattern, Stream]:
+    """A query whose formula is built around ``operator`` (``:``, ``:+`` or an empty
+    window), any strategy, consumption, window and partitioning, and a dense stream."""
+    strategy = data.draw(st.sampled_from(tuple(pattern.Strategy)), label="strategy")
+    query = data.draw(
+        queries(strategies=(strategy,), consumes=tuple(pattern.Consume), limits=True),
+        label="query",
+    )
+    where = query.where
+    if operator == ":":
+        right = data.draw(formulas(max_size=4), label="right")
+        where = pattern.Contiguous(where, right)
+    elif operator == ":+":
+        where = pattern.ContiguousPlus(where)
+    else:
+        kind = data.draw(st.sampled_from(tuple(pattern.WindowKind)), label="window")
+        unit = "MILLISECONDS" if kind is pattern.WindowKind.TIME else None
+        attr = TIME_FIELD if kind is pattern.WindowKind.ATTRIBUTE else None
+        query = replace(query, within=pattern.Window(kind, 0, unit=unit, attr=attr))
+    query = replace(query, where=where)
+    types = sorted(event_types(where) & set(EVENT_TYPES)) * 3 + list(EVENT_TYPES)
+    stream = data.draw(streams(min_size=2, types=types), label="stream")
+    return query, stream
+
+
+@pytest.mark.parametrize("operator", [":", ":+", "WITHIN 0"])
+@settings(max_examples=MAX_EXAMPLES, deadline=None, database=None)
+@given(data=st.data())
+def test_contiguity_and_empty_windows_match_oracle(operator: str, data: st.DataObject) -> None:
+    """Each of CORE C++'s contiguous operators, and ε = 0, in every example."""
+    query, stream = _with_operator(data, operator)
+    check_against_oracle(query, stream)

@@ -93,12 +93,16 @@ def test_select_variable_must_be_bound() -> None:
     parse_and_check("SELECT a, B FROM S WHERE A AS a ; B")
 
 
-@pytest.mark.parametrize("window", ["0 EVENTS", "0 SECONDS", "0.0 [t]"])
-def test_window_must_be_positive(window: str) -> None:
-    text = f"SELECT * FROM S WHERE A WITHIN {window}"
-    err = _error(text)
-    assert err.message == "WITHIN needs a positive amount"
-    _assert_points_at(err, text, f"WITHIN {window}")
+@pytest.mark.parametrize("window", ["0 EVENTS", "0 SECONDS", "0.0 [t]", "0 HOURS 0 MINUTES"])
+def test_an_empty_window_is_a_window(window: str) -> None:
+    # ε = 0: the complex events whose events share one instant (or one position).
+    query = parse_and_check(f"SELECT * FROM S WHERE A WITHIN {window}")
+    assert query.within is not None and query.within.amount == 0
+
+
+def test_a_window_cannot_be_negative() -> None:
+    err = _error("SELECT * FROM S WHERE A WITHIN -1 EVENTS")
+    assert err.message == "unexpected '-'"
 
 
 def test_event_window_counts_whole_events() -> None:

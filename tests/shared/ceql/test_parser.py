@@ -575,12 +575,15 @@ def test_syntax_errors(text: str, line: int, column: int, message: str, expected
 
 
 def test_expected_list_after_a_formula() -> None:
-    err = _error("SELECT * FROM S WHERE A FILTER A[x > 1] WITHIN 10 SECONDS 5")
+    err = _error("SELECT * FROM S WHERE A FILTER A[x > 1] WITHIN 10 EVENTS 5")
     assert err.expected == "one of: 'CONSUME', 'LIMIT', end of query"
+    # After a time span another may follow (`WITHIN 1 HOURS 30 MINUTES`).
+    err = _error("SELECT * FROM S WHERE A FILTER A[x > 1] WITHIN 10 SECONDS 5")
+    assert err.expected == "a time unit (MILLISECONDS, SECONDS, MINUTES, HOURS)"
     err = _error("SELECT * FROM S WHERE A )")
     assert err.expected == (
-        "one of: ';', '+', 'AS', 'OR', 'FILTER', 'PARTITION', 'WITHIN', 'CONSUME', 'LIMIT', "
-        "end of query"
+        "one of: ';', '+', ':+', ':', 'AS', 'OR', 'FILTER', 'PARTITION', 'WITHIN', 'CONSUME', "
+        "'LIMIT', end of query"
     )
 
 
@@ -594,3 +597,49 @@ def test_unexpected_end_points_past_the_last_token() -> None:
     err = _error("SELECT * FROM S\nWHERE A ;   -- dangling\n")
     assert (err.line, err.column) == (2, 10)
     assert err.message == "unexpected end of query"
+
+
+def test_core_cpp_declarations_and_sets() -> None:
+    """CORE's C++ engine's spellings: CREATE STREAM with its types, IN { ... } sets and
+    ranges, composite time spans."""
+    query = parse(
+        "CREATE STREAM S { EVENT SELL { id: long, name: string, price: double, "
+        "ok: boolean, t: primary_time } } "
+        "SELECT * FROM S WHERE SELL AS s "
+        "FILTER s[id IN {1..3}] AND s[price IN {..10.5}] AND s[price NOT IN {100..}] "
+        "AND s[name IN {'A', 'B'}] AND s[id NOT IN {7, 9}] "
+        "WITHIN 1 HOURS 30 MINUTES"
+    )
+    (decl,) = query.declarations
+    assert dict(decl.events[0].attributes) == {
+        "id": pattern.AttrType.INT,
+        "name": pattern.AttrType.STRING,
+        "price": pattern.AttrType.DOUBLE,
+        "ok": pattern.AttrType.BOOLEAN,
+        "t": pattern.AttrType.PRIMARY_TIME,
+    }
+    assert query.within == pattern.Window(pattern.WindowKind.TIME, 5_400_000, unit="MILLISECONDS")
+    atoms = []
+    f = query.where
+    assert isinstance(f, Filter)
+    stack: list[pattern.FilterExpr] = [f.filter]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, FilterAnd):
+            stack += [node.right, node.left]
+        else:
+            assert isinstance(node, FilterAtom)
+            atoms.append(node.pred)
+    assert atoms == [
+        pattern.InRange(Attr("id"), Const(1), Const(3)),
+        Compare("<=", Attr("price"), Const(10.5)),
+        pattern.PNot(Compare(">=", Attr("price"), Const(100))),
+        pattern.InList(Attr("name"), (Const("A"), Const("B"))),
+        pattern.InList(Attr("id"), (Const(7), Const(9)), negated=True),
+    ]
+
+
+def test_contiguous_operators() -> None:
+    assert where("A : B ; C") == pattern.Seq(pattern.Contiguous(A, B), C)
+    assert where("A:+ ; B") == pattern.Seq(pattern.ContiguousPlus(A), B)
+    assert where("(A ; B):+ AS x") == pattern.As(pattern.ContiguousPlus(pattern.Seq(A, B)), "x")
