@@ -126,6 +126,11 @@ def register(subparsers: Any) -> None:
         help="also register the bundled stock query and publish the bundled events",
     )
     p.add_argument("--metrics-port", type=int, help="first metrics port (workers take the next)")
+    p.add_argument(
+        "--log-level",
+        help="of the coordinator and workers: DEBUG, INFO, WARNING (default), ERROR "
+        "(env CERFLEET_LOG_LEVEL)",
+    )
     p.set_defaults(handler=_dev)
 
 
@@ -250,4 +255,4 @@ def _consume(args: argparse.Namespace) -> int:
 def _dev(args: argparse.Namespace) -> int:
     from cerfleet.fleet.dev import run_dev
 
-    return run_dev(args.workers, args.example, args.metrics_port)
+    return run_dev(args.workers, args.example, args.metrics_port, args.log_level)

@@ -13,10 +13,15 @@ import time
 import tomllib
 from fnmatch import fnmatch
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
+from confluent_kafka import Consumer
+from confluent_kafka.admin import AdminClient
 
 from cerfleet.fleet.dev import EXAMPLE_FILES, EXAMPLE_PACKAGE, example_files
+from cerfleet.fleet.settings import FleetSettings
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -85,3 +90,79 @@ def test_dev_takes_its_fleet_down_on_sigterm_and_sighup(stop: signal.Signals) ->
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         dev.wait()
+
+
+def run_output(query: Path, events: Path) -> list[dict[str, Any]]:
+    result = subprocess.run(
+        [sys.executable, "-m", "cerfleet.cli", "run", str(query), str(events), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return [orjson.loads(line) for line in result.stdout.splitlines()]
+
+
+def read_records(bootstrap: str, topic: str, count: int, timeout: float) -> list[dict[str, Any]]:
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "test-dev", "auto.offset.reset": "earliest"}
+    )
+    consumer.subscribe([topic])
+    records: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(records) < count and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                records.append(orjson.loads(msg.value()))
+    finally:
+        consumer.close()
+    return records
+
+
+def test_dev_example_creates_its_topics_as_asked_and_warns_of_nothing(tmp_path: Path) -> None:
+    log = tmp_path / "dev.log"
+    with log.open("wb") as stderr:
+        dev = subprocess.Popen(
+            [sys.executable, "-m", "cerfleet.cli", "dev", "--example", "--workers", "1"],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            start_new_session=True,
+        )
+    printed: list[str] = []
+    try:
+        assert dev.stdout is not None
+        for line in dev.stdout:
+            printed.append(line)
+            if "stops everything" in line:
+                break
+        bootstrap = next(
+            line.split("=", 1)[1].strip() for line in printed if "export CERFLEET_" in line
+        )
+        records = read_records(bootstrap, "stock-matches", 5, timeout=60)
+        topics = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
+        counts = {name: len(t.partitions) for name, t in topics.items()}
+    finally:
+        dev.send_signal(signal.SIGTERM)
+        dev.wait(30)
+    output = "".join(printed) + dev.stdout.read() + log.read_text()
+    assert "WARNING" not in output and "Traceback" not in output, output
+    keyed = [name for name in counts if name.startswith("cerfleet.keyed.")]
+    checkpoints = [name for name in counts if name.startswith("cerfleet.checkpoints.")]
+    assert len(keyed) == len(checkpoints) == 1, counts
+    default = FleetSettings.model_fields["output_partitions"].default
+    # Coordinator, worker and submit asked for their defaults: 8 partitions each.
+    assert counts[keyed[0]] == counts[checkpoints[0]] == counts["stock-matches"] == default
+    assert counts["cerfleet.queries"] == counts["stock"] == 1
+    # What `cerfleet run` prints of each complex event is in the fleet's record, equal:
+    # the example has no PARTITION BY, so its one keyed partition numbers the events
+    # as the input file does.
+    with example_files() as paths:
+        expected = run_output(paths["stock.ceql"], paths["stock.jsonl"])
+    assert len(records) == len(expected) == 5
+    for record in records:
+        assert {"query", "keyed", "sources"} <= set(record)
+    fields = set(expected[0])
+    got = sorted(({k: record[k] for k in fields} for record in records), key=str)
+    assert got == sorted(expected, key=str)
