@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from cerfleet.fleet.service import add_fleet_options, add_service_options, settings_from_args
+from cerfleet.fleet.options import add_fleet_options, add_service_options
 
 __all__ = ["register"]
 
@@ -30,7 +30,7 @@ def _coordinator(args: argparse.Namespace) -> int:
     from prometheus_client import CollectorRegistry
 
     from cerfleet.coordinator.router import Router, RouterMetrics
-    from cerfleet.fleet.service import serve
+    from cerfleet.fleet.service import serve, settings_from_args
     from cerfleet.fleet.settings import CoordinatorSettings
 
     settings = settings_from_args(

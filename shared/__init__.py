@@ -17,11 +17,38 @@ services share; the services are ``cerfleet.coordinator`` and ``cerfleet.workers
 Spark jobs under ``cerfleet.workers.backfill``).
 """
 
-from cerfleet.complex_event import ComplexEvent
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from cerfleet.errors import CEQLError, CerfleetError, EventError, SnapshotError
-from cerfleet.evaluation.query_evaluator import QueryEvaluator
-from cerfleet.pattern import Pattern
-from cerfleet.query import CompiledQuery, compile_query
+
+if TYPE_CHECKING:
+    from cerfleet.complex_event import ComplexEvent
+    from cerfleet.evaluation.query_evaluator import QueryEvaluator
+    from cerfleet.pattern import Pattern
+    from cerfleet.query import CompiledQuery, compile_query
+
+# The engine (numpy, the CEQL grammar) loads on first use, not with the package: every
+# ``cerfleet`` command imports this package, and most of them never compile a query.
+_LAZY = {
+    "ComplexEvent": "cerfleet.complex_event",
+    "CompiledQuery": "cerfleet.query",
+    "Pattern": "cerfleet.pattern",
+    "QueryEvaluator": "cerfleet.evaluation.query_evaluator",
+    "compile_query": "cerfleet.query",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cerfleet' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
 
 __all__ = [
     "CEQLError",

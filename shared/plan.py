@@ -15,9 +15,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterator, Mapping
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from cerfleet import pattern
 from cerfleet.cea.construction import compile_formula
@@ -34,6 +32,11 @@ from cerfleet.evaluation.substream import SubstreamEvaluator
 from cerfleet.evaluation.window import clock_of, epsilon_of
 from cerfleet.events.ingest import JsonDecoder
 from cerfleet.events.timestamps import parse_timestamp
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from cerfleet.lazy_numpy import np
 
 _SCALARS = (str, int, float, bool)
 # Integers up to this size are exact as float64 and stay far from int64 overflow.

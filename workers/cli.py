@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from cerfleet.fleet.service import add_fleet_options, add_service_options, settings_from_args
+from cerfleet.fleet.options import add_fleet_options, add_service_options
 
 __all__ = ["register"]
 
@@ -37,7 +37,7 @@ def register(subparsers: Any) -> None:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from cerfleet.fleet.service import serve
+    from cerfleet.fleet.service import serve, settings_from_args
     from cerfleet.fleet.settings import WorkerSettings
     from cerfleet.workers.metrics import WorkerMetrics
     from cerfleet.workers.worker import Worker

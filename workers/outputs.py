@@ -2,14 +2,16 @@
 
 Each output record is JSON::
 
-    {"query": "q1", "key": ["INTC"], "start": 17, "end": 42,
+    {"query": "q1", "key": ["INTC"], "start": 17, "end": 42, "positions": [17, 30, 42],
      "keyed": {"topic": "cerfleet.keyed.name.…", "partition": 3},
      "events": [{...}, ...],
      "sources": [{"topic": "stock", "partition": 0, "offset": 1234}, ...]}
 
-``start`` and ``end`` are offsets in the keyed partition (the positions the
-engine numbered the interval with); ``sources`` gives, for each matched event
-in order, the input record it came from. The record key is the PARTITION BY
+It holds every field ``cerfleet run`` prints of a complex event (``start``, ``end``,
+``positions``, ``key``, ``events``), so one reader handles both, plus where it comes
+from. ``start``, ``end`` and ``positions`` are offsets in the keyed partition (the
+positions the engine numbered the events with); ``sources`` gives, for each matched
+event in order, the input record it came from. The record key is the PARTITION BY
 values as JSON (none without PARTITION BY), and every output of one keyed
 partition goes to the same output partition, so one key's complex events stay
 in order.
@@ -63,6 +65,7 @@ def record_value(
         "key": None if ce.key is None else list(ce.key),
         "start": ce.start,
         "end": ce.end,
+        "positions": list(ce.positions),
         "keyed": keyed,
         "events": events,
         "sources": sources,

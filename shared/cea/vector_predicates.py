@@ -12,19 +12,22 @@ forms agree.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from cerfleet import pattern
 from cerfleet.cea.predicates import COMPARE, compile_predicate, is_number
 
-Columns = Mapping[str, np.ndarray]
-VectorPredicate = Callable[[Columns, int], np.ndarray]
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from cerfleet.lazy_numpy import np
+
+Columns = Mapping[str, "np.ndarray"]
+VectorPredicate = Callable[[Columns, int], "np.ndarray"]
 
 _NUM, _STR, _BOOL = "num", "str", "bool"
 # (values, valid, kind); kind None: every value is missing or of another kind
-_Vec = tuple[Any, np.ndarray, str | None]
+_Vec = tuple[Any, "np.ndarray", str | None]
 
 
 class _Fallback(Exception):

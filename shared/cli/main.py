@@ -16,7 +16,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from cerfleet.errors import CerfleetError
 
@@ -43,6 +43,20 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+class _VersionAction(argparse.Action):
+    # argparse's "version" action wants the text when the parser is built, and
+    # importlib.metadata costs a quarter of ``cerfleet --help``'s start-up.
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        print(f"{PROG} {_version()}")
+        parser.exit()
+
+
 def _import_optional(name: str) -> Any | None:
     """Import a command module, or None when its top-level package is absent.
 
@@ -58,12 +72,26 @@ def _import_optional(name: str) -> Any | None:
         raise
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error reported on one line (exit code 2, as before).
+
+    The full usage block would bury the one line that says what is wrong; ``--help``
+    is where the usage is. Subcommand parsers are of this class too (argparse makes
+    them with the class of their parent).
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG,
         description="Complex event recognition: run CEQL queries over event streams.",
     )
-    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    parser.add_argument(
+        "--version", action=_VersionAction, nargs=0, help="show the version and exit"
+    )
     subparsers = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND")
     for name in modules:
         module = _import_optional(name)
@@ -106,4 +134,22 @@ def main(argv: list[str] | None = None) -> int:
     except CerfleetError as err:
         print(f"{PROG}: {err}", file=sys.stderr)
         return 2
+    except OSError as err:
+        # A file the user named (or a directory, a permission) in a place no handler
+        # anticipated: still the user's mistake, not a bug worth a traceback.
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"{PROG}: {where}{err.strerror or err}", file=sys.stderr)
+        return 2
+    except Exception as err:
+        if not _is_kafka_error(err):
+            raise
+        print(f"{PROG}: Kafka: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
     return code
+
+
+def _is_kafka_error(err: Exception) -> bool:
+    # Checked through sys.modules: importing confluent_kafka here would load it for
+    # every command, ``cerfleet --help`` and ``cerfleet run`` included.
+    kafka = sys.modules.get("confluent_kafka")
+    return kafka is not None and isinstance(err, kafka.KafkaException)

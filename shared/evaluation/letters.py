@@ -9,10 +9,15 @@ the evaluators) only compare letters.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
 from cerfleet.cea.vector_predicates import Columns, VectorPredicate
 from cerfleet.evaluation.determinization import DetCEA
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from cerfleet.lazy_numpy import np
 
 
 class BatchLetters:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from cerfleet.cea.vector_predicates import Columns
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from cerfleet.lazy_numpy import np
 
 
 def partition_groups(

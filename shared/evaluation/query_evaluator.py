@@ -38,9 +38,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from cerfleet.cea.vector_predicates import RowView
 from cerfleet.complex_event import ComplexEvent, KeyValue
@@ -53,6 +51,11 @@ from cerfleet.evaluation.tecs import Node
 from cerfleet.evaluation.window import clock_column
 from cerfleet.pattern import Consume
 from cerfleet.plan import QueryPlan
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from cerfleet.lazy_numpy import np
 
 Key = tuple[KeyValue, ...]
 Row = Callable[[int], Mapping[str, Any]]

@@ -25,10 +25,14 @@ such event is. Step 1 is ``letters``, step 3 ``cerfleet.evaluation.query_evaluat
 from __future__ import annotations
 
 from bisect import bisect_left
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from cerfleet.evaluation.determinization import NONE, DetCEA
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from cerfleet.lazy_numpy import np
 
 
 class Relevance:

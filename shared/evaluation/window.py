@@ -11,13 +11,16 @@ time or attribute window (it may still sit in the middle of one).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from cerfleet import pattern
 from cerfleet.cea.vector_predicates import Columns, RowView
 from cerfleet.events.timestamps import parse_timestamp
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from cerfleet.lazy_numpy import np
 
 ClockFn = Callable[[Mapping[str, Any]], float | None]
 

@@ -6,11 +6,39 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cerfleet.fleet.service import add_fleet_options, settings_from_args
+from cerfleet.errors import CerfleetError
+from cerfleet.fleet.options import add_fleet_options
 
-__all__ = ["register"]
+if TYPE_CHECKING:
+    from cerfleet.fleet.settings import FleetSettings
+
+__all__ = ["DEFAULT_IDLE_TIMEOUT", "register"]
+
+# ``consume`` ends this long after the last record: people run it to look at a topic
+# and expect their prompt back, as with ``cerfleet run``; ``--follow`` keeps waiting.
+DEFAULT_IDLE_TIMEOUT = 5.0
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return value
 
 
 def register(subparsers: Any) -> None:
@@ -28,7 +56,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--output-topic", "-o", required=True, help="topic for the complex events")
     p.add_argument(
         "--output-partitions",
-        type=int,
+        type=_positive_int,
         metavar="N",
         help="partitions of the output topic if it does not exist yet and submit creates it "
         "(default 8, like keyed topics: each keyed partition then writes to an output "
@@ -58,11 +86,28 @@ def register(subparsers: Any) -> None:
     add_fleet_options(p)
     p.set_defaults(handler=_produce)
 
-    p = subparsers.add_parser("consume", help="print a topic's records, one per line")
+    p = subparsers.add_parser(
+        "consume",
+        help="print a topic's records, one per line, and stop once it is quiet",
+        description="Print TOPIC from its beginning (all partitions, no consumer group), "
+        "one record per line, and stop after --idle-timeout seconds without a new record "
+        f"(default {DEFAULT_IDLE_TIMEOUT:g}), or keep waiting with --follow.",
+    )
     p.add_argument("topic", metavar="TOPIC")
-    p.add_argument("--max", type=int, help="stop after this many records")
-    p.add_argument(
-        "--idle-timeout", type=float, help="stop after this many seconds without a record"
+    p.add_argument("--max", type=_positive_int, help="stop after this many records")
+    ends = p.add_mutually_exclusive_group()
+    ends.add_argument(
+        "--idle-timeout",
+        type=_seconds,
+        default=DEFAULT_IDLE_TIMEOUT,
+        metavar="SECONDS",
+        help=f"stop after this many seconds without a record (default {DEFAULT_IDLE_TIMEOUT:g})",
+    )
+    ends.add_argument(
+        "--follow",
+        "-f",
+        action="store_true",
+        help="keep waiting for new records until Ctrl-C, like tail -f",
     )
     p.add_argument("--headers", action="store_true", help="print records with their headers")
     add_fleet_options(p)
@@ -70,33 +115,51 @@ def register(subparsers: Any) -> None:
 
     p = subparsers.add_parser(
         "dev",
-        help="a local broker, a coordinator and two workers, until Ctrl-C",
+        help="a local broker, a coordinator and two workers, until Ctrl-C or SIGTERM",
         description="Start a local Kafka-protocol broker (librdkafka's mock cluster, memory "
         "only), a coordinator and workers, and print the bootstrap address.",
     )
-    p.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
+    p.add_argument("--workers", type=_positive_int, default=2, help="worker processes (default 2)")
     p.add_argument(
         "--example",
         action="store_true",
         help="also register the bundled stock query and publish the bundled events",
     )
     p.add_argument("--metrics-port", type=int, help="first metrics port (workers take the next)")
+    p.add_argument(
+        "--log-level",
+        help="of the coordinator and workers: DEBUG, INFO, WARNING (default), ERROR "
+        "(env CERFLEET_LOG_LEVEL)",
+    )
     p.set_defaults(handler=_dev)
+
+
+def _client_settings(args: argparse.Namespace, **extra: Any) -> FleetSettings:
+    """Settings of a one-shot client command (not a service)."""
+    from cerfleet.fleet.service import settings_from_args
+    from cerfleet.fleet.settings import FleetSettings
+
+    settings = settings_from_args(FleetSettings, args, **extra)
+    # librdkafka logs every failed connection attempt, twenty lines a second against an
+    # unreachable broker; the command reports the failure itself, once, when its
+    # --timeout runs out. -X log_level=7 (or CERFLEET_KAFKA) brings the logs back.
+    settings.kafka.setdefault("log_level", "2")
+    return settings
 
 
 def _submit(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from cerfleet.errors import CerfleetError
     from cerfleet.fleet.registry import QuerySpec, write
-    from cerfleet.fleet.settings import FleetSettings
+    from cerfleet.fleet.service import validation_problems
     from cerfleet.fleet.topics import ensure_topics
 
-    settings = settings_from_args(FleetSettings, args, output_partitions=args.output_partitions)
+    settings = _client_settings(args, output_partitions=args.output_partitions)
     try:
         text = Path(args.query).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CerfleetError(f"cannot read query file {args.query}: {exc.strerror}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise CerfleetError(f"cannot read query file {args.query}: {reason}") from exc
     try:
         spec = QuerySpec(
             name=args.name,
@@ -107,8 +170,7 @@ def _submit(args: argparse.Namespace) -> int:
             time_field=args.time_field,
         )
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise CerfleetError(f"cannot register {args.name!r}: {problems}") from exc
+        raise CerfleetError(f"cannot register {args.name!r}: {validation_problems(exc)}") from exc
     spec.compile()  # CEQLError / CerfleetError: reported by main, nothing registered
     client = settings.client_config()
     # Created here rather than left to the first worker with an output to publish, so
@@ -117,6 +179,7 @@ def _submit(args: argparse.Namespace) -> int:
     ensure_topics(
         client,
         {spec.output_topic: settings.output_partitions},
+        timeout=settings.timeout,
         report_mismatch="output_partitions" in settings.model_fields_set,
     )
     offset = write(client, settings.registry_topic, spec.name, spec)
@@ -125,15 +188,13 @@ def _submit(args: argparse.Namespace) -> int:
 
 
 def _remove(args: argparse.Namespace) -> int:
-    from cerfleet.errors import CerfleetError
     from cerfleet.fleet.registry import Registry, write
-    from cerfleet.fleet.settings import FleetSettings
 
-    settings = settings_from_args(FleetSettings, args)
+    settings = _client_settings(args)
     client = settings.client_config()
     registry = Registry(client, settings.registry_topic)
     try:
-        registry.catch_up()
+        registry.catch_up(settings.timeout)
         if args.name not in registry.current:
             raise CerfleetError(f"no query named {args.name!r} is registered")
     finally:
@@ -147,12 +208,11 @@ def _queries(args: argparse.Namespace) -> int:
     import orjson
 
     from cerfleet.fleet.registry import Registry
-    from cerfleet.fleet.settings import FleetSettings
 
-    settings = settings_from_args(FleetSettings, args)
+    settings = _client_settings(args)
     registry = Registry(settings.client_config(), settings.registry_topic)
     try:
-        registry.catch_up()
+        registry.catch_up(settings.timeout)
         for _, entry in sorted(registry.current.items()):
             doc = {"version": entry.version, **entry.spec.model_dump()}
             sys.stdout.write(orjson.dumps(doc).decode() + "\n")
@@ -164,12 +224,17 @@ def _queries(args: argparse.Namespace) -> int:
 
 def _produce(args: argparse.Namespace) -> int:
     from cerfleet.fleet.clients import produce_lines
-    from cerfleet.fleet.settings import FleetSettings
 
-    settings = settings_from_args(FleetSettings, args)
-    stream = sys.stdin.buffer if args.file == "-" else open(args.file, "rb")  # noqa: SIM115
+    settings = _client_settings(args)
+    # Opened before any broker round trip: a wrong path is the likelier mistake.
+    try:
+        stream = sys.stdin.buffer if args.file == "-" else open(args.file, "rb")  # noqa: SIM115
+    except OSError as exc:
+        raise CerfleetError(f"cannot read {args.file}: {exc.strerror}") from exc
     try:
         n = produce_lines(settings, stream, args.topic, args.key_field)
+    except OSError as exc:  # e.g. a directory opens but does not read
+        raise CerfleetError(f"cannot read {args.file}: {exc.strerror}") from exc
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
@@ -179,10 +244,10 @@ def _produce(args: argparse.Namespace) -> int:
 
 def _consume(args: argparse.Namespace) -> int:
     from cerfleet.fleet.clients import consume_topic
-    from cerfleet.fleet.settings import FleetSettings
 
-    settings = settings_from_args(FleetSettings, args)
-    n = consume_topic(settings, args.topic, sys.stdout, args.max, args.idle_timeout, args.headers)
+    settings = _client_settings(args)
+    idle = None if args.follow else args.idle_timeout
+    n = consume_topic(settings, args.topic, sys.stdout, args.max, idle, args.headers)
     print(f"consumed {n} records from {args.topic}", file=sys.stderr)
     return 0
 
@@ -190,4 +255,4 @@ def _consume(args: argparse.Namespace) -> int:
 def _dev(args: argparse.Namespace) -> int:
     from cerfleet.fleet.dev import run_dev
 
-    return run_dev(args.workers, args.example, args.metrics_port)
+    return run_dev(args.workers, args.example, args.metrics_port, args.log_level)

@@ -8,7 +8,14 @@ from collections.abc import Iterable
 from typing import IO, Any
 
 import orjson
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 
 from cerfleet.errors import CerfleetError
 from cerfleet.fleet.keyed import header_items
@@ -21,7 +28,7 @@ def produce_lines(
 ) -> int:
     """Publish each non-blank line as one record, byte for byte (malformed lines too: the
     fleet's dead-letter handling is what should see them)."""
-    ensure_topics(settings.client_config(), {topic: 1})
+    ensure_topics(settings.client_config(), {topic: 1}, timeout=settings.timeout)
     producer = Producer(
         settings.producer_config(
             **{
@@ -77,7 +84,8 @@ def consume_topic(
     with_headers: bool,
 ) -> int:
     """Print ``topic`` from its beginning (all partitions, no consumer group), one record per
-    line, until ``max_records`` or ``idle_timeout`` or Ctrl-C."""
+    line, until ``max_records``, ``idle_timeout`` seconds without a record (None: wait for
+    more until Ctrl-C) or Ctrl-C."""
     consumer = Consumer(
         settings.consumer_config(**{"group.id": "cerfleet-consume", "enable.auto.commit": "false"})
     )
@@ -90,7 +98,11 @@ def consume_topic(
     previous = signal.signal(signal.SIGINT, on_signal)
     n = 0
     try:
-        meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
+        try:
+            meta = consumer.list_topics(topic, timeout=settings.timeout).topics.get(topic)
+        except KafkaException as exc:
+            servers = settings.bootstrap_servers
+            raise CerfleetError(f"cannot read topic metadata from {servers}: {exc}") from exc
         if meta is None or meta.error is not None or not meta.partitions:
             raise CerfleetError(f"topic {topic!r} not found")
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in meta.partitions])

@@ -17,11 +17,13 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from importlib import resources
 from pathlib import Path
+from types import FrameType
 
 import orjson
 
 from cerfleet.errors import CerfleetError
 from cerfleet.fleet.local_broker import LocalBroker
+from cerfleet.fleet.local_topics import ADDRESS_ENV, TopicServer
 from cerfleet.fleet.settings import FleetSettings
 
 REGISTRY_TOPIC = FleetSettings.model_fields["registry_topic"].default
@@ -59,58 +61,125 @@ def example_files() -> Iterator[dict[str, Path]]:
         yield paths
 
 
-def run_dev(workers: int, example: bool, metrics_port: int | None) -> int:
-    with ExitStack() as stack:
-        # Found before the broker starts, so a broken install fails at once.
-        examples = stack.enter_context(example_files()) if example else {}
-        return _run(workers, examples, metrics_port)
+# Ctrl-C reaches the whole foreground process group, children included; SIGTERM (kill,
+# systemd, docker stop) and SIGHUP (the terminal closing) reach this process only, and
+# by default would end it without a word to its children, which then retried the
+# vanished broker forever under PID 1. Either now stops the fleet as Ctrl-C does.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
-def _run(workers: int, examples: dict[str, Path], metrics_port: int | None) -> int:
-    with LocalBroker() as broker:
-        bootstrap = broker.bootstrap_servers
-        env = {
-            **os.environ,
-            "CERFLEET_BOOTSTRAP_SERVERS": bootstrap,
-            "CERFLEET_CONSUMER": orjson.dumps(DEV_CONSUMER).decode(),
-        }
-        # The fleet's own topics and the example's, made here because the local broker
-        # cannot create topics for its clients: auto-created ones get 4 partitions, and
-        # the registry and an ordered input stream need exactly one.
-        for topic in (REGISTRY_TOPIC, DEAD_LETTER_TOPIC, "stock"):
-            broker.create_topic(topic, 1)
-        broker.create_topic("stock-matches", 4)
-        print(f"bootstrap servers: {bootstrap}", flush=True)
-        print(f"  export CERFLEET_BOOTSTRAP_SERVERS={bootstrap}", flush=True)
-        if examples:
-            _submit_example(env, examples["stock.ceql"])
-        ports = iter(range(metrics_port, metrics_port + 1 + workers) if metrics_port else [])
-        children = [_start(["coordinator"], env, next(ports, None))]
-        children += [_start(["worker"], env, next(ports, None)) for _ in range(workers)]
-        if examples:
-            _produce_example(env, examples["stock.jsonl"])
-            print(
-                f"complex events: cerfleet consume stock-matches --bootstrap-servers {bootstrap}",
-                flush=True,
-            )
-        print("Ctrl-C stops everything", flush=True)
+class _Stop(Exception):
+    """Raised in the main thread by :data:`STOP_SIGNALS`: leave and stop the children."""
+
+
+def _on_stop_signal(signum: int, frame: FrameType | None) -> None:
+    raise _Stop(signal.Signals(signum).name)
+
+
+def run_dev(
+    workers: int, example: bool, metrics_port: int | None, log_level: str | None = None
+) -> int:
+    """Run the local fleet until Ctrl-C, SIGTERM, SIGHUP or one of its processes exits.
+
+    ``log_level`` is the coordinator's and workers' (default: ``CERFLEET_LOG_LEVEL``,
+    else WARNING)."""
+    previous = {sig: signal.getsignal(sig) for sig in (*STOP_SIGNALS, signal.SIGINT)}
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _on_stop_signal)
+    try:
+        with ExitStack() as stack:
+            # Found before the broker starts, so a broken install fails at once.
+            examples = stack.enter_context(example_files()) if example else {}
+            return _run(workers, examples, metrics_port, log_level)
+    except _Stop:
+        return 0
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _run(
+    workers: int, examples: dict[str, Path], metrics_port: int | None, log_level: str | None
+) -> int:
+    children: list[subprocess.Popen[bytes]] = []
+    with LocalBroker() as broker, TopicServer(broker) as topic_server:
         try:
-            while all(c.poll() is None for c in children):
-                time.sleep(0.5)
-            print("a fleet process exited; stopping", file=sys.stderr)
-        except KeyboardInterrupt:
-            pass
+            env = _environment(broker.bootstrap_servers, topic_server.address, log_level)
+            _serve(broker, env, children, workers, examples, metrics_port)
+        except (KeyboardInterrupt, _Stop) as stop:
+            reason = "Ctrl-C" if isinstance(stop, KeyboardInterrupt) else str(stop)
+            print(f"{reason}: stopping the fleet", file=sys.stderr, flush=True)
         finally:
-            # Workers first: they checkpoint and leave the group while the broker is up.
-            for child in reversed(children):
-                if child.poll() is None:
-                    child.send_signal(signal.SIGTERM)
-            for child in reversed(children):
-                try:
-                    child.wait(20)
-                except subprocess.TimeoutExpired:
-                    child.kill()
+            # A second signal must not cut this short: children would be orphaned.
+            # run_dev puts the handlers back.
+            for sig in (*STOP_SIGNALS, signal.SIGINT):
+                signal.signal(sig, signal.SIG_IGN)
+            _stop(children)
     return 0
+
+
+def _stop(children: list[subprocess.Popen[bytes]]) -> None:
+    # Workers first: they checkpoint and leave the group while the broker is up.
+    for child in reversed(children):
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+    for child in reversed(children):
+        try:
+            child.wait(20)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+def _serve(
+    broker: LocalBroker,
+    env: dict[str, str],
+    children: list[subprocess.Popen[bytes]],
+    workers: int,
+    examples: dict[str, Path],
+    metrics_port: int | None,
+) -> None:
+    """Start the fleet into ``children`` and watch it until one of them exits."""
+    bootstrap = broker.bootstrap_servers
+    # The fleet's own topics and the example's input, before anything else runs: the
+    # registry and an ordered input stream need exactly one partition.
+    for topic in (REGISTRY_TOPIC, DEAD_LETTER_TOPIC, "stock"):
+        broker.create_topic(topic, 1)
+    print(f"bootstrap servers: {bootstrap}", flush=True)
+    print(f"  export CERFLEET_BOOTSTRAP_SERVERS={bootstrap}", flush=True)
+    if examples:
+        _submit_example(env, examples["stock.ceql"])
+    ports = iter(range(metrics_port, metrics_port + 1 + workers) if metrics_port else [])
+    children.append(_start(["coordinator"], env, next(ports, None)))
+    for _ in range(workers):
+        children.append(_start(["worker"], env, next(ports, None)))
+    if examples:
+        _produce_example(env, examples["stock.jsonl"])
+        print(
+            f"complex events: cerfleet consume stock-matches --bootstrap-servers {bootstrap}",
+            flush=True,
+        )
+    print("Ctrl-C (or SIGTERM) stops everything", flush=True)
+    while all(c.poll() is None for c in children):
+        time.sleep(0.5)
+    print("a fleet process exited; stopping", file=sys.stderr)
+
+
+def _environment(bootstrap: str, topic_server: str, log_level: str | None) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "CERFLEET_BOOTSTRAP_SERVERS": bootstrap,
+        "CERFLEET_CONSUMER": orjson.dumps(DEV_CONSUMER).decode(),
+        # The broker answers no CreateTopics: the fleet's processes create keyed,
+        # checkpoint and output topics, with their partition counts, through this one.
+        ADDRESS_ENV: topic_server,
+    }
+    # Every process's per-partition start-up lines would bury the few lines dev prints;
+    # --log-level or CERFLEET_LOG_LEVEL bring them back.
+    if log_level is not None:
+        env["CERFLEET_LOG_LEVEL"] = log_level
+    env.setdefault("CERFLEET_LOG_LEVEL", "WARNING")
+    return env
 
 
 def _start(args: list[str], env: dict[str, str], port: int | None) -> subprocess.Popen[bytes]:

@@ -214,7 +214,7 @@ class Registry(RegistryHistory):
         except Exception as exc:  # KafkaException: unknown topic means an empty registry
             if "UNKNOWN_TOPIC" in str(exc):
                 return 0, 0
-            raise
+            raise RegistryError(f"cannot read registry topic {self.topic!r}: {exc}") from exc
         return int(low), int(high)
 
 

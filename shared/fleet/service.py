@@ -23,34 +23,18 @@ from pydantic_settings import SettingsError
 
 from cerfleet.errors import CerfleetError
 from cerfleet.fleet.observability import Health, MetricsServer
+from cerfleet.fleet.options import add_fleet_options, add_service_options
 from cerfleet.fleet.settings import FleetSettings, load_settings
 
+__all__ = [
+    "add_fleet_options",
+    "add_service_options",
+    "serve",
+    "settings_from_args",
+    "validation_problems",
+]
+
 S = TypeVar("S", bound=FleetSettings)
-
-
-def add_fleet_options(parser: argparse.ArgumentParser) -> None:
-    g = parser.add_argument_group("Kafka and fleet settings")
-    g.add_argument(
-        "--bootstrap-servers", "-b", help="Kafka bootstrap servers (env CERFLEET_BOOTSTRAP_SERVERS)"
-    )
-    g.add_argument(
-        "-X",
-        dest="kafka_props",
-        action="append",
-        metavar="KEY=VALUE",
-        help="librdkafka property for every client, e.g. -X security.protocol=SASL_SSL "
-        "(repeatable)",
-    )
-    g.add_argument("--config", metavar="FILE", help="TOML file with settings")
-    g.add_argument("--registry-topic", help="query registry topic (default cerfleet.queries)")
-    g.add_argument("--keyed-topic-prefix", help="prefix of keyed topics (default cerfleet.keyed.)")
-    g.add_argument("--dead-letter-topic", help="dead-letter topic (default cerfleet.dead-letters)")
-
-
-def add_service_options(parser: argparse.ArgumentParser) -> None:
-    g = parser.add_argument_group("service")
-    g.add_argument("--metrics-port", type=int, help="serve /metrics and /healthz on this port")
-    g.add_argument("--log-level", help="DEBUG, INFO (default), WARNING, ERROR")
 
 
 def settings_from_args(cls: type[S], args: argparse.Namespace, **extra: Any) -> S:
@@ -59,6 +43,7 @@ def settings_from_args(cls: type[S], args: argparse.Namespace, **extra: Any) -> 
         "registry_topic": args.registry_topic,
         "keyed_topic_prefix": args.keyed_topic_prefix,
         "dead_letter_topic": args.dead_letter_topic,
+        "timeout": getattr(args, "timeout", None),
         "metrics_port": getattr(args, "metrics_port", None),
         "log_level": getattr(args, "log_level", None),
         **extra,
@@ -74,10 +59,21 @@ def settings_from_args(cls: type[S], args: argparse.Namespace, **extra: Any) -> 
         raise CerfleetError(f"--config {args.config}: no such file")
     try:
         settings = load_settings(cls, args.config, flags)
-    except (ValidationError, SettingsError, tomllib.TOMLDecodeError) as exc:
-        raise CerfleetError(f"invalid settings: {exc}") from exc
+    except ValidationError as exc:
+        raise CerfleetError(f"invalid settings: {validation_problems(exc)}") from exc
+    except (SettingsError, tomllib.TOMLDecodeError, OSError) as exc:
+        # pydantic's texts span several lines; a command reports one.
+        raise CerfleetError(f"invalid settings: {' '.join(str(exc).split())}") from exc
     settings.kafka.update(props)  # -X adds to the environment's and the file's properties
     return settings
+
+
+def validation_problems(exc: ValidationError) -> str:
+    """pydantic's errors on one line: ``batch_size: Input should be ... ; ...``."""
+    return "; ".join(
+        f"{'.'.join(map(str, error['loc'])) or 'settings'}: {error['msg']}"
+        for error in exc.errors()
+    )
 
 
 def serve(

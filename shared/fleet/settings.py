@@ -44,6 +44,10 @@ class FleetSettings(BaseSettings):
     # so each then has an output partition of its own, which keeps the tail a worker
     # scans on takeover short. One key's outputs stay in order at any count.
     output_partitions: int = Field(8, ge=1)
+    # Seconds a client command (submit, queries, produce, consume ...) waits for the
+    # broker to answer before it gives up with one line: an unreachable broker is a
+    # user mistake worth reporting, not a reason to hang.
+    timeout: float = Field(10.0, gt=0)
     metrics_port: int | None = None
     metrics_host: str = "0.0.0.0"
     log_level: str = "INFO"

@@ -2,10 +2,13 @@
 
 Topics are created through the Admin API where the broker supports it. The local
 mock broker (:mod:`cerfleet.fleet.local_broker`) does not: its CreateTopics fails (or,
-without a controller, stalls until the request times out), so a topic it lacks is
-auto-created by a producer's metadata request instead and gets the broker's default
-partition count and configs, which is logged. Metadata is read for all topics at once, never
-for a named one, because a producer-side request for a named topic may create it.
+without a controller, stalls until the request times out). Processes started by
+``cerfleet dev`` then ask the process hosting the broker, which creates topics with
+the partition count wanted (:mod:`cerfleet.fleet.local_topics`); anywhere else a topic
+the broker lacks is auto-created by a producer's metadata request and gets the
+broker's default partition count and configs, which is logged. Metadata is read for
+all topics at once, never for a named one, because a producer-side request for a named
+topic may create it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from cerfleet.errors import CerfleetError
+from cerfleet.fleet import local_topics
 
 if TYPE_CHECKING:
     from confluent_kafka.admin._metadata import ClusterMetadata
@@ -89,6 +93,12 @@ def ensure_topics(
     if not missing:
         return
     not_created = _create(admin, metadata, missing, configs, timeout)
+    local = local_topics.server_address()
+    if not_created and local is not None:
+        # The mock has no topic configs at all, so there is nothing to warn about.
+        not_created = local_topics.create_topics(
+            local, {name: missing[name] for name in not_created}, timeout
+        )
     if not_created:
         _auto_create(client_config, not_created, timeout)
     metadata = _wait_visible(admin, client_config, missing, not_created, timeout)

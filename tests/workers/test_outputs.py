@@ -36,6 +36,7 @@ def test_output_value_shape() -> None:
         "key": ["INTC"],
         "start": 16,
         "end": 42,
+        "positions": [17, 42],
         "keyed": {"topic": KEYED, "partition": 3},
         "events": [
             {"type": "SELL", "name": "INTC", "price": 1.5},
@@ -49,6 +50,18 @@ def test_output_value_shape() -> None:
     # The engine's events are left as they were.
     assert SOURCE_FIELD in events[0]
     assert output_key(ce) == b'["INTC"]'
+
+
+def test_output_records_hold_what_run_prints() -> None:
+    # `cerfleet consume` of an output topic and `cerfleet run` print the same fields
+    # for a complex event, with the same values; the fleet's record adds where from.
+    events = ({"type": "A", SOURCE_FIELD: ["in", 0, 5]}, {"type": "B", "x": 1})
+    ce = ComplexEvent(start=3, end=9, positions=(5, 9), key=("k",), events=events)
+    doc = orjson.loads(output_value("q", KEYED, 1, ce))
+    printed_by_run = orjson.loads(orjson.dumps(ComplexEvent.to_dict(ce)))
+    printed_by_run["events"] = [{"type": "A"}, {"type": "B", "x": 1}]
+    assert {field: doc[field] for field in printed_by_run} == printed_by_run
+    assert set(doc) - set(printed_by_run) == {"query", "keyed", "sources"}
 
 
 def test_output_value_without_key_or_sources() -> None:

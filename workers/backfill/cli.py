@@ -41,8 +41,10 @@ def _spark(parser: argparse.ArgumentParser) -> None:
 
 
 def _compact(args: argparse.Namespace) -> int:
+    from cerfleet.workers.backfill.options import check_compact
     from cerfleet.workers.backfill.submit import submit
 
+    check_compact(args)  # what the job would find only after Spark started: now
     return submit("compact", args, add_compact_arguments)
 
 

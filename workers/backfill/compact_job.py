@@ -15,7 +15,6 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from pyspark import StorageLevel
@@ -23,11 +22,10 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from cerfleet.errors import CerfleetError
 from cerfleet.fleet.service import settings_from_args
 from cerfleet.fleet.settings import FleetSettings
 from cerfleet.workers.backfill.entry import job_main
-from cerfleet.workers.backfill.options import add_compact_arguments, time_bound
+from cerfleet.workers.backfill.options import add_compact_arguments, check_compact, time_bound
 from cerfleet.workers.backfill.schemas import ARCHIVE, COORDINATES
 from cerfleet.workers.backfill.sources import jsonl_source, kafka_source
 from cerfleet.workers.backfill.spark_session import session, spark_schema
@@ -77,16 +75,11 @@ def compact(
 def run(args: argparse.Namespace) -> dict[str, Any]:
     began = time.monotonic()
     settings = settings_from_args(FleetSettings, args)
-    topics = list(args.topics or [])
-    if not topics:
-        raise CerfleetError("give the topic(s) to compact with --topic")
+    check_compact(args)
+    topics = list(args.topics)
     spark = session("cerfleet compact " + ",".join(topics))
     tasks = 1
     if args.jsonl is not None:
-        if len(topics) != 1:
-            raise CerfleetError("--jsonl takes one --topic: the name its records are filed under")
-        if not Path(args.jsonl).is_file():
-            raise CerfleetError(f"--jsonl {args.jsonl}: no such file")
         source = jsonl_source(spark, args.jsonl, topics[0], args.time_field)
     else:
         source, tasks = kafka_source(

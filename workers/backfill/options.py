@@ -9,13 +9,22 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cerfleet.errors import CerfleetError
 from cerfleet.events.timestamps import parse_timestamp
-from cerfleet.fleet.service import add_fleet_options
-from cerfleet.workers.backfill.job_query import JobQuery
+from cerfleet.fleet.options import add_fleet_options
 
-__all__ = ["add_backfill_arguments", "add_compact_arguments", "check_backfill", "time_bound"]
+if TYPE_CHECKING:
+    from cerfleet.workers.backfill.job_query import JobQuery
+
+__all__ = [
+    "add_backfill_arguments",
+    "add_compact_arguments",
+    "check_backfill",
+    "check_compact",
+    "time_bound",
+]
 
 
 def time_bound(text: str | None, flag: str) -> int | None:
@@ -117,6 +126,21 @@ def add_backfill_arguments(parser: argparse.ArgumentParser) -> None:
     add_fleet_options(parser)
 
 
+def check_compact(args: argparse.Namespace) -> None:
+    """Raise ``CerfleetError`` for options a compaction cannot run with; called by
+    ``cerfleet compact`` before Spark starts (``--dry-run`` too) and by the job."""
+    topics = list(args.topics or [])
+    if not topics:
+        raise CerfleetError("give the topic(s) to compact with --topic")
+    if args.jsonl is not None:
+        if len(topics) != 1:
+            raise CerfleetError("--jsonl takes one --topic: the name its records are filed under")
+        if not Path(args.jsonl).is_file():
+            raise CerfleetError(f"--jsonl {args.jsonl}: no such file")
+    time_bound(args.since, "--since")
+    time_bound(args.until, "--until")
+
+
 def check_backfill(args: argparse.Namespace) -> JobQuery | None:
     """Raise ``CerfleetError`` (``CEQLError`` with line and column) for options a backfill
     cannot run with; return the ``--ceql`` file's query, or None for a registered one.
@@ -130,8 +154,13 @@ def check_backfill(args: argparse.Namespace) -> JobQuery | None:
         raise CerfleetError("give exactly one of --query NAME and --ceql FILE")
     if args.output is None and args.output_topic is None:
         raise CerfleetError("nowhere to write: give --output DIR and/or --output-topic TOPIC")
+    time_bound(args.since, "--since")
+    time_bound(args.until, "--until")
     if args.ceql is None:
         return None
+    # The engine loads only now: ``register`` runs on every ``cerfleet`` start-up.
+    from cerfleet.workers.backfill.job_query import JobQuery
+
     path = Path(args.ceql)
     if not path.is_file():
         raise CerfleetError(f"--ceql {args.ceql}: no such file")

@@ -4,16 +4,23 @@ broker involved), ``--help``, and a registry round trip over the Kafka protocol.
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from confluent_kafka import Producer
 
 from cerfleet.cli.main import main
 from cerfleet.fleet import registry as registry_module
 from cerfleet.fleet import topics as topics_module
+from cerfleet.fleet.cli import DEFAULT_IDLE_TIMEOUT
 from cerfleet.fleet.topics import partition_count
 from tests.kafka_broker import KafkaBroker
 
@@ -248,3 +255,46 @@ def test_submit_queries_remove_round_trip(
     # Submitting again registers a new version.
     assert main(["submit", "q1", str(path), "-i", "in-a", "-o", "out", *fleet]) == 0
     assert [(d["name"], d["version"]) for d in queries()] == [("q1", 3), ("q2", 1)]
+
+
+def test_consume_as_the_readme_runs_it_ends_by_itself(
+    kafka: KafkaBroker, topic_name: Callable[[str], str]
+) -> None:
+    # `cerfleet consume TOPIC` with no flag, in a process of its own: it prints what the
+    # topic holds and gives the prompt back once the topic has been quiet a while.
+    topic = topic_name("cli-consume")
+    kafka.create_topic(topic, 2)
+    producer = Producer(kafka.client_config())
+    for i in range(3):
+        producer.produce(topic, value=orjson.dumps({"type": "A", "i": i}), partition=i % 2)
+    assert producer.flush(10) == 0
+    env = {**os.environ, "CERFLEET_BOOTSTRAP_SERVERS": kafka.bootstrap_servers}
+    began = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "cerfleet.cli", "consume", topic],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,  # today's default would wait for records forever
+        check=False,
+    )
+    elapsed = time.monotonic() - began
+    assert result.returncode == 0, result.stderr
+    assert sorted(orjson.loads(line)["i"] for line in result.stdout.splitlines()) == [0, 1, 2]
+    assert f"consumed 3 records from {topic}" in result.stderr
+    assert elapsed < DEFAULT_IDLE_TIMEOUT + 10
+
+
+def test_consume_follow_keeps_waiting(kafka: KafkaBroker, topic_name: Callable[[str], str]) -> None:
+    topic = topic_name("cli-follow")
+    kafka.create_topic(topic, 1)
+    command = [sys.executable, "-m", "cerfleet.cli", "consume", topic, "--follow"]
+    env = {**os.environ, "CERFLEET_BOOTSTRAP_SERVERS": kafka.bootstrap_servers}
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as p:
+        try:
+            with pytest.raises(subprocess.TimeoutExpired):
+                p.wait(DEFAULT_IDLE_TIMEOUT + 2)
+        finally:
+            p.send_signal(signal.SIGINT)  # Ctrl-C: the way out of --follow
+            p.wait(10)
+    assert p.returncode == 0

@@ -1,0 +1,36 @@
+"""What a newcomer reads first: the README's opening screen runs the example and the
+tests, and says what the tests need and how long they take; pytest says where the time
+goes."""
+
+from __future__ import annotations
+
+import shlex
+import tomllib
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+FIRST_SCREEN_LINES = 40
+
+
+def first_screen() -> str:
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    return "\n".join(lines[:FIRST_SCREEN_LINES])
+
+
+def test_the_first_screen_has_the_two_commands() -> None:
+    screen = first_screen()
+    assert "pip install -e . && cerfleet run examples/stock.ceql examples/stock.jsonl" in screen
+    assert "pip install -e '.[test]' && python -m pytest" in screen
+
+
+def test_the_first_screen_says_what_the_tests_need_and_how_long_they_take() -> None:
+    screen = " ".join(first_screen().split())
+    assert "Java 17 or 21" in screen
+    assert "--ignore=tests/workers/backfill" in screen
+    assert "15 minutes" in screen
+
+
+def test_pytest_reports_the_slowest_tests() -> None:
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    addopts = shlex.split(config["tool"]["pytest"]["ini_options"]["addopts"])
+    assert any(opt.startswith("--durations=") for opt in addopts)
