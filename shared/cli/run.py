@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TextIO
 
 from cerfleet.errors import CEQLError
 from cerfleet.events.reader import FORMATS, STDIN, STDIN_NAME, MalformedEvent
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
 
     evaluator = compiled.evaluator()
-    out = sys.stdout.buffer
+    out = _binary(sys.stdout)
     events = complex_events = malformed = 0
     try:
         for step in steps(compiled, evaluator, source, format=args.format, strict=args.strict):
@@ -124,6 +124,25 @@ def run(args: argparse.Namespace) -> int:
             f"{malformed} malformed lines skipped{late}"
         )
     return EXIT_OK
+
+
+class _TextSink:
+    """Bytes written to a text stream without a binary buffer (an embedding program's
+    ``io.StringIO``, say): the output is UTF-8 JSON, so it decodes as it is."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, data: bytes) -> None:
+        self._stream.write(data.decode("utf-8", "surrogateescape"))
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+
+def _binary(stream: TextIO) -> BinaryIO | _TextSink:
+    buffer = getattr(stream, "buffer", None)
+    return buffer if buffer is not None else _TextSink(stream)
 
 
 def _describe(err: BaseException) -> str:
