@@ -266,6 +266,30 @@ class ContiguousPlus:
 
 
 @dataclass(frozen=True)
+class NotEvent:
+    """``NOT(R)`` / ``NOT(R FILTER R[p])``: one event that is not an R satisfying p
+    (CORE C++'s negated atomic formula). It is bound to no variable of its own: name it
+    with ``AS`` to project or filter it."""
+
+    etype: str
+    pred: Pred | None = None
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Absent:
+    """``φ1 ; !R ; φ2`` / ``φ1 ; !(R FILTER R[p]) ; φ2``: ``φ1 ; φ2`` with no event
+    that is an R satisfying p strictly between φ1's last event and φ2's first (in the
+    partition's stream under PARTITION BY)."""
+
+    left: Formula
+    etype: str
+    pred: Pred | None
+    right: Formula
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
 class Filter:
     """``φ FILTER θ``."""
 
@@ -274,7 +298,9 @@ class Filter:
     span: Span | None = _span()
 
 
-Formula = EventType | As | Seq | Or | Plus | Filter | Contiguous | ContiguousPlus
+Formula = (
+    EventType | As | Seq | Or | Plus | Filter | Contiguous | ContiguousPlus | NotEvent | Absent
+)
 
 # ------------------------------------------------------------------------ clauses
 

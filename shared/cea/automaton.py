@@ -15,12 +15,18 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True, slots=True)
 class Guard:
-    """``P`` of a transition: ``type(t) = etype`` (None: TRUE) and every atom holds."""
+    """``P`` of a transition: ``type(t) = etype`` (None: TRUE) and every atom holds;
+    ``negated``: the complement of that, ``¬(type(t) = etype ∧ atoms)`` (CEQL's
+    ``NOT(R FILTER …)`` and the gaps of ``φ1 ; !ψ ; φ2``)."""
 
     etype: str | None
     atoms: frozenset[int] = frozenset()
+    negated: bool = False
 
     def conjoin(self, atom: int) -> Guard:
+        if self.negated:
+            # ¬P ∧ Q is no guard of this form; the front-end rejects such filters.
+            raise ValueError("a filter on a negated event cannot be compiled")
         return Guard(self.etype, self.atoms | {atom})
 
 

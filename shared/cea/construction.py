@@ -23,6 +23,12 @@ from cerfleet import pattern
 from cerfleet.cea.automaton import CEA, TRUE, VCEA, Guard, Transition, VTransition
 
 
+def not_label(etype: str) -> str:
+    """The label of a ``NOT(R)`` event's transition: marked, and no variable a query can
+    name (``!`` is no identifier character)."""
+    return f"!{etype}"
+
+
 class AtomTable:
     """Interns filter predicates so that equal ``P`` share one bit of the bit vector."""
 
@@ -64,6 +70,14 @@ class _Builder:
             return self._sequence(self.build(phi.left), self.build(phi.right))
         if isinstance(phi, pattern.Plus):
             return self._plus(self.build(phi.formula))
+        if isinstance(phi, pattern.NotEvent):
+            q1, q2 = self.fresh(), self.fresh()
+            guard = self._negated(phi.etype, phi.pred)
+            label = frozenset({not_label(phi.etype)})
+            return VCEA([VTransition(q1, guard, label, q2)], {q1}, {q2})
+        if isinstance(phi, pattern.Absent):
+            gap = self._negated(phi.etype, phi.pred)
+            return self._sequence(self.build(phi.left), self.build(phi.right), gap=gap)
         if isinstance(phi, pattern.Contiguous):
             return self._sequence(self.build(phi.left), self.build(phi.right), skip=False)
         if isinstance(phi, pattern.ContiguousPlus):
@@ -89,13 +103,18 @@ class _Builder:
     def _union(a: VCEA, b: VCEA) -> VCEA:
         return VCEA(a.transitions + b.transitions, a.initial | b.initial, a.final | b.final)
 
+    def _negated(self, etype: str, pred: pattern.Pred | None) -> Guard:
+        atoms = frozenset() if pred is None else frozenset({self.atoms.intern(pred)})
+        return Guard(etype, atoms, negated=True)
+
     @staticmethod
-    def _sequence(a: VCEA, b: VCEA, *, skip: bool = True) -> VCEA:
+    def _sequence(a: VCEA, b: VCEA, *, skip: bool = True, gap: Guard = TRUE) -> VCEA:
         transitions = a.transitions + b.transitions
         # Skip irrelevant events between ψ1 and ψ2 (non-contiguous sequencing). Without
-        # the loop (``:``) a run waiting for ψ2 dies on any event ψ2 cannot start with.
+        # the loop (``:``) a run waiting for ψ2 dies on any event ψ2 cannot start with;
+        # with a negated ``gap`` (``; !R ;``) it dies on the excluded events only.
         if skip:
-            transitions += [VTransition(p, TRUE, frozenset(), p) for p in sorted(b.initial)]
+            transitions += [VTransition(p, gap, frozenset(), p) for p in sorted(b.initial)]
         # Runs that would complete ψ1 continue in ψ2's initial states instead.
         transitions += [
             VTransition(t.source, t.guard, t.labels, q)

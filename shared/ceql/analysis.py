@@ -53,6 +53,16 @@ def bindings(formula: pattern.Formula) -> dict[str, list[str]]:
     return bound
 
 
+def _negated_variables(formula: pattern.Formula) -> set[str]:
+    """Variables that can be bound to a NOT(...) event (``NOT(R) AS x``)."""
+    return {
+        node.var
+        for node in _walk(formula)
+        if isinstance(node, pattern.As)
+        and any(isinstance(inner, pattern.NotEvent) for inner in _walk(node.formula))
+    }
+
+
 def _walk(formula: pattern.Formula) -> Iterator[pattern.Formula]:
     """Every node of ``formula`` in source order (a node right after its operands)."""
     match formula:
@@ -66,6 +76,7 @@ def _walk(formula: pattern.Formula) -> Iterator[pattern.Formula]:
         case (
             pattern.Seq(left=left, right=right)
             | pattern.Contiguous(left=left, right=right)
+            | pattern.Absent(left=left, right=right)
             | pattern.Or(left=left, right=right)
         ):
             yield from _walk(left)
@@ -192,14 +203,34 @@ class _Checker:
                         node.span,
                         f"an event type of {_listing(self.query.streams)}: {_listing(known)}",
                     )
+        for node in _walk(where):
+            # The event a NOT(...) or a gap excludes: its own type, its own predicate.
+            if isinstance(node, pattern.NotEvent | pattern.Absent):
+                if self.schema is not None and node.etype not in self.schema.events:
+                    self.fail(
+                        f"unknown event type '{node.etype}'",
+                        node.span,
+                        f"an event type of {_listing(self.query.streams)}: "
+                        f"{_listing(self.schema.events)}",
+                    )
+                if node.pred is not None:
+                    _PredicateChecker(self, node.etype, [node.etype]).pred(node.pred)
         for filtered in (node for node in _walk(where) if isinstance(node, pattern.Filter)):
             bound = bindings(filtered.formula)
+            negated = _negated_variables(filtered.formula)
             for atom in _atoms(filtered.filter):
                 if atom.var not in bound:
                     self.fail(
                         f"unbound variable '{atom.var}' in FILTER",
                         atom.span,
                         f"a variable bound in the filtered formula: {_listing(bound)}",
+                    )
+                if atom.var in negated:
+                    self.fail(
+                        f"'{atom.var}' may be bound to a NOT(...) event, which FILTER "
+                        "cannot narrow",
+                        atom.span,
+                        "the condition inside NOT(... FILTER ...)",
                     )
                 _PredicateChecker(self, atom.var, bound[atom.var]).pred(atom.pred)
 

@@ -206,6 +206,40 @@ class _ToAst(Transformer[Token, Any]):
     def seq(self, meta: Meta, children: list[Any]) -> pattern.Seq:
         return pattern.Seq(children[0], children[1], _span(meta))
 
+    def not_event(self, meta: Meta, children: list[Any]) -> pattern.NotEvent:
+        _not, (etype, pred) = children
+        return pattern.NotEvent(etype, pred, _span(meta))
+
+    def absent(self, meta: Meta, children: list[Any]) -> pattern.Absent:
+        left, _bang, (etype, pred), right = children
+        return pattern.Absent(left, etype, pred, right, _span(meta))
+
+    def negated_type(self, meta: Meta, children: list[Token]) -> tuple[str, None]:
+        return children[0].value, None
+
+    def negated_filtered(self, meta: Meta, children: list[Any]) -> tuple[str, pattern.Pred]:
+        name, _filter, filter_ = children
+        return name.value, self._own_predicate(name, filter_)
+
+    def _own_predicate(self, name: Token, filter_: pattern.FilterExpr) -> pattern.Pred:
+        """A filter of the excluded event's own type as one predicate on that event
+        (AND and OR of atoms on one event are AND and OR of their predicates)."""
+        if isinstance(filter_, pattern.FilterAtom):
+            if filter_.var != name.value:
+                raise CEQLError(
+                    f"NOT({name.value} FILTER ...) filters its own event only",
+                    line=filter_.span.line if filter_.span else name.line or 1,
+                    column=filter_.span.column if filter_.span else name.column or 1,
+                    source=self._source,
+                    expected=f"{name.value}[...]",
+                )
+            return filter_.pred
+        left = self._own_predicate(name, filter_.left)
+        right = self._own_predicate(name, filter_.right)
+        if isinstance(filter_, pattern.FilterAnd):
+            return pattern.PAnd(left, right, filter_.span)
+        return pattern.POr(left, right, filter_.span)
+
     def cseq(self, meta: Meta, children: list[Any]) -> pattern.Contiguous:
         return pattern.Contiguous(children[0], children[1], _span(meta))
 

@@ -161,11 +161,11 @@ _ATOM, _POSTFIX, _SEQ, _OR, _FILTER = 4, 3, 2, 1, 0
 
 
 def _level(formula: pattern.Formula) -> int:
-    if isinstance(formula, pattern.EventType):
+    if isinstance(formula, pattern.EventType | pattern.NotEvent):
         return _ATOM
     if isinstance(formula, pattern.As | pattern.Plus | pattern.ContiguousPlus):
         return _POSTFIX
-    if isinstance(formula, pattern.Seq | pattern.Contiguous):
+    if isinstance(formula, pattern.Seq | pattern.Contiguous | pattern.Absent):
         return _SEQ
     if isinstance(formula, pattern.Or):
         return _OR
@@ -188,6 +188,14 @@ def format_formula(formula: pattern.Formula) -> str:
         return f"{_operand(formula.left, _SEQ)} ; {_operand(formula.right, _POSTFIX)}"
     if isinstance(formula, pattern.Contiguous):
         return f"{_operand(formula.left, _SEQ)} : {_operand(formula.right, _POSTFIX)}"
+    if isinstance(formula, pattern.NotEvent):
+        return f"NOT({_negated(formula.etype, formula.pred)})"
+    if isinstance(formula, pattern.Absent):
+        excluded = (
+            formula.etype if formula.pred is None else f"({_negated(formula.etype, formula.pred)})"
+        )
+        left, right = _operand(formula.left, _SEQ), _operand(formula.right, _POSTFIX)
+        return f"{left} ; !{excluded} ; {right}"
     if isinstance(formula, pattern.Or):
         return f"{_operand(formula.left, _OR)} OR {_operand(formula.right, _SEQ)}"
     if isinstance(formula, pattern.Filter):
@@ -196,6 +204,10 @@ def format_formula(formula: pattern.Formula) -> str:
         # (`A FILTER θ ; B`), but parentheses make that plain to the reader.
         return f"{_operand(formula.formula, _OR)} FILTER {format_filter(formula.filter)}"
     raise TypeError(f"not a formula: {formula!r}")
+
+
+def _negated(etype: str, pred: pattern.Pred | None) -> str:
+    return etype if pred is None else f"{etype} FILTER {etype}[{format_predicate(pred)}]"
 
 
 def _operand(formula: pattern.Formula, min_level: int) -> str:

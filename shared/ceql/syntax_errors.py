@@ -19,6 +19,7 @@ _READABLE: dict[str, str] = {
     "SEMICOLON": "';'",
     "PLUS": "'+'",
     "COLON_PLUS": "':+'",
+    "BANG": "'!'",
     "MINUS": "'-'",
     "STAR": "'*'",
     "SLASH": "'/'",

@@ -47,15 +47,17 @@ class DetCEA:
             tuple(predicates[a] for a in atoms) for atoms in relevant
         ]
         local = [{a: i for i, a in enumerate(atoms)} for atoms in relevant]
-        # Per CEA state: (type index or -1 for TRUE, required atom mask, marking, target).
-        self._out: dict[int, list[tuple[int, int, bool, int]]] = {q: [] for q in cea.states}
+        # Per CEA state: (type index or -1 for TRUE, required atom mask, negated, marking,
+        # target).
+        self._out: dict[int, list[tuple[int, int, bool, bool, int]]] = {q: [] for q in cea.states}
         for t in cea.transitions:
             if t.guard.etype is None:
-                self._out[t.source].append((-1, 0, t.marking, t.target))
+                entry = (-1, 0, t.guard.negated, t.marking, t.target)
             else:
                 ti = self.type_index[t.guard.etype]
                 mask = sum(1 << local[ti][a] for a in t.guard.atoms)
-                self._out[t.source].append((ti, mask, t.marking, t.target))
+                entry = (ti, mask, t.guard.negated, t.marking, t.target)
+            self._out[t.source].append(entry)
         self.states: list[frozenset[int]] = []
         self.is_final: list[bool] = []
         self._ids: dict[frozenset[int], int] = {}
@@ -100,8 +102,8 @@ class DetCEA:
         marked: set[int] = set()
         unmarked: set[int] = set()
         for q in self.states[sid]:
-            for etype, mask, marking, target in self._out[q]:
-                if (etype == -1 or etype == ti) and bits & mask == mask:
+            for etype, mask, negated, marking, target in self._out[q]:
+                if ((etype == -1 or etype == ti) and bits & mask == mask) != negated:
                     (marked if marking else unmarked).add(target)
         return (
             self.intern(frozenset(marked)) if marked else NONE,

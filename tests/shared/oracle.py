@@ -231,6 +231,15 @@ def evaluate_formula(
         )
     if isinstance(formula, pattern.Plus):
         return _iterate(evaluate_formula(formula.formula, events, type_field))
+    if isinstance(formula, pattern.NotEvent):
+        # One event that is not an R satisfying p, bound to the marker variable "!R".
+        return {
+            Valuation.make(i, i, {f"!{formula.etype}": frozenset({i})})
+            for i, event in enumerate(events)
+            if not _is(event, formula.etype, formula.pred, type_field)
+        }
+    if isinstance(formula, pattern.Absent):
+        return _absent(formula, events, type_field)
     if isinstance(formula, pattern.Contiguous):
         return _sequence(
             evaluate_formula(formula.left, events, type_field),
@@ -255,6 +264,27 @@ def _apply_filter(
             valuations, filt.right, events
         )
     raise TypeError(f"not a filter: {filt!r}")
+
+
+def _is(event: Event, etype: str, pred: pattern.Pred | None, type_field: str) -> bool:
+    """Whether ``event`` is an ``etype`` event satisfying ``pred`` (None: TRUE)."""
+    return event.get(type_field) == etype and (pred is None or holds(pred, event))
+
+
+def _absent(formula: pattern.Absent, events: Sequence[Event], type_field: str) -> set[Valuation]:
+    """``⦇φ1 ; !ψ ; φ2⦈``: the pairs of ``φ1 ; φ2`` with no ψ event strictly between."""
+    left = evaluate_formula(formula.left, events, type_field)
+    right = list(evaluate_formula(formula.right, events, type_field))
+    return {
+        _concat(v1, v2)
+        for v1 in left
+        for v2 in right
+        if v1.end < v2.start
+        and not any(
+            _is(events[k], formula.etype, formula.pred, type_field)
+            for k in range(v1.end + 1, v2.start)
+        )
+    }
 
 
 def _concat(v1: Valuation, v2: Valuation) -> Valuation:

@@ -149,7 +149,7 @@ def _node_kinds(binary: bool, plus: bool, dense: bool) -> st.SearchStrategy[str]
     if plus:
         kinds += ("plus", "plus", "cplus")
     if binary:
-        kinds += ("seq", "seq", "seq", "seq", "cseq", "cseq", "or", "or")
+        kinds += ("seq", "seq", "seq", "seq", "cseq", "cseq", "absent", "or", "or")
     if dense:
         kinds = tuple(kind for kind in kinds if kind != "filter") * 2 + ("filter",)
     return st.sampled_from(kinds)
@@ -167,23 +167,48 @@ def event_types(formula: pattern.Formula) -> set[str]:
     """The event types a formula mentions."""
     if isinstance(formula, pattern.EventType):
         return {formula.name}
-    if isinstance(formula, pattern.Seq | pattern.Contiguous | pattern.Or):
+    if isinstance(formula, pattern.NotEvent):
+        return set()
+    if isinstance(formula, pattern.Seq | pattern.Contiguous | pattern.Absent | pattern.Or):
         return event_types(formula.left) | event_types(formula.right)
     return event_types(formula.formula)
+
+
+def _has_not(formula: pattern.Formula) -> bool:
+    if isinstance(formula, pattern.NotEvent):
+        return True
+    if isinstance(formula, pattern.EventType):
+        return False
+    if isinstance(formula, pattern.Seq | pattern.Contiguous | pattern.Absent | pattern.Or):
+        return _has_not(formula.left) or _has_not(formula.right)
+    return _has_not(formula.formula)
 
 
 def _bound(formula: pattern.Formula) -> set[str]:
     """The variables (event types included) a formula can bind."""
     if isinstance(formula, pattern.EventType):
         return {formula.name}
+    if isinstance(formula, pattern.NotEvent):
+        return set()  # bound to no variable a filter may name
     if isinstance(formula, pattern.As):
+        if _has_not(formula.formula):
+            return _bound(formula.formula)  # FILTER cannot narrow a NOT(...) event
         return _bound(formula.formula) | {formula.var}
-    if isinstance(formula, pattern.Seq | pattern.Contiguous | pattern.Or):
+    if isinstance(formula, pattern.Seq | pattern.Contiguous | pattern.Absent | pattern.Or):
         return _bound(formula.left) | _bound(formula.right)
     return _bound(formula.formula)
 
 
-_BINARY: dict[str, Any] = {"seq": pattern.Seq, "cseq": pattern.Contiguous, "or": pattern.Or}
+_BINARY: dict[str, Any] = {
+    "seq": pattern.Seq,
+    "cseq": pattern.Contiguous,
+    "absent": pattern.Absent,
+    "or": pattern.Or,
+}
+# One leaf in eight is a NOT(...) event.
+_LEAF_ROLL = st.integers(0, 7)
+# What NOT(...) and `; !... ;` exclude: a type, half the time narrowed by a predicate.
+_EXCLUDED_PREDICATES = st.one_of(st.none(), predicates(max_depth=1))
 _ITERATIONS: dict[str, Any] = {"plus": pattern.Plus, "cplus": pattern.ContiguousPlus}
 
 
@@ -193,12 +218,17 @@ def _formula_of_size(draw: st.DrawFn, size: int, plus_depth: int, dense: bool) -
     A plain function driven by ``draw`` rather than a composite strategy, so no
     strategy objects are built per node."""
     if size <= 1:
+        if draw(_LEAF_ROLL) == 0:
+            return pattern.NotEvent(draw(_TYPE_NAMES[dense]), draw(_EXCLUDED_PREDICATES))
         return pattern.EventType(draw(_TYPE_NAMES[dense]))
     kind = draw(_NODE_KINDS[size >= 3, plus_depth > 0, dense])
     if kind in _BINARY:
         left_size = draw(st.integers(min_value=1, max_value=size - 2))
         left = _formula_of_size(draw, left_size, plus_depth, dense)
         right = _formula_of_size(draw, size - 1 - left_size, plus_depth, dense)
+        if kind == "absent":
+            excluded = draw(_TYPE_NAMES[dense])
+            return pattern.Absent(left, excluded, draw(_EXCLUDED_PREDICATES), right)
         return _BINARY[kind](left, right)
     if kind in _ITERATIONS:
         inner = _formula_of_size(draw, size - 1, plus_depth - 1, dense)
@@ -206,7 +236,10 @@ def _formula_of_size(draw: st.DrawFn, size: int, plus_depth: int, dense: bool) -
     inner = _formula_of_size(draw, size - 1, plus_depth, dense)
     if kind == "as":
         return pattern.As(inner, draw(_VARIABLE_NAMES))
-    return pattern.Filter(inner, draw(_filters(tuple(sorted(_bound(inner))))))
+    bound = tuple(sorted(_bound(inner)))
+    if not bound:  # only NOT(...) events: nothing a filter may name
+        return inner
+    return pattern.Filter(inner, draw(_filters(bound)))
 
 
 @st.composite
@@ -277,8 +310,8 @@ def queries(
     """
     where = draw(formulas(max_size=max_size, max_plus_depth=max_plus_depth, dense=dense))
     select: tuple[str, ...] | None = None
-    if projections and draw(st.integers(0, 3)) == 0:
-        names = sorted(_bound(where))
+    names = sorted(_bound(where))
+    if projections and names and draw(st.integers(0, 3)) == 0:
         select = tuple(draw(st.lists(st.sampled_from(names), min_size=1, unique=True)))
     strategy = draw(st.sampled_from(tuple(strategies)))
     consume = draw(st.sampled_from(tuple(consumes)))

@@ -34,6 +34,7 @@ from tests.shared.strategies import (
     TIME_FIELD,
     event_types,
     formulas,
+    predicates,
     queries,
     streams,
 )
@@ -206,6 +207,15 @@ def _with_operator(data: st.DataObject, operator: str) -> tuple[pattern.Pattern,
         where = pattern.Contiguous(where, right)
     elif operator == ":+":
         where = pattern.ContiguousPlus(where)
+    elif operator == "; ! ;":
+        right = data.draw(formulas(max_size=4), label="right")
+        excluded = data.draw(st.sampled_from(EVENT_TYPES), label="excluded")
+        pred = data.draw(st.one_of(st.none(), predicates(max_depth=1)), label="pred")
+        where = pattern.Absent(where, excluded, pred, right)
+    elif operator == "NOT":
+        excluded = data.draw(st.sampled_from(EVENT_TYPES), label="excluded")
+        pred = data.draw(st.one_of(st.none(), predicates(max_depth=1)), label="pred")
+        where = pattern.Seq(where, pattern.NotEvent(excluded, pred))
     else:
         kind = data.draw(st.sampled_from(tuple(pattern.WindowKind)), label="window")
         unit = "MILLISECONDS" if kind is pattern.WindowKind.TIME else None
@@ -217,10 +227,11 @@ def _with_operator(data: st.DataObject, operator: str) -> tuple[pattern.Pattern,
     return query, stream
 
 
-@pytest.mark.parametrize("operator", [":", ":+", "WITHIN 0"])
+@pytest.mark.parametrize("operator", [":", ":+", "WITHIN 0", "; ! ;", "NOT"])
 @settings(max_examples=MAX_EXAMPLES, deadline=None, database=None)
 @given(data=st.data())
 def test_contiguity_and_empty_windows_match_oracle(operator: str, data: st.DataObject) -> None:
-    """Each of CORE C++'s contiguous operators, and ε = 0, in every example."""
+    """Each of CORE C++'s contiguous operators, ε = 0, absence between events and
+    NOT(...), in every example."""
     query, stream = _with_operator(data, operator)
     check_against_oracle(query, stream)

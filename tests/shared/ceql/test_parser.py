@@ -539,7 +539,13 @@ def _error(text: str) -> CEQLError:
     ("text", "line", "column", "message", "expected"),
     [
         ("SELECT * FROM S A", 1, 17, "unexpected identifier 'A'", "one of: ',', 'WHERE'"),
-        ("SELECT * FROM S\nWHERE A ; ; B", 2, 11, "unexpected ';'", "one of: '(', an identifier"),
+        (
+            "SELECT * FROM S\nWHERE A ; ; B",
+            2,
+            11,
+            "unexpected ';'",
+            "one of: '!', '(', 'NOT', an identifier",
+        ),
         ("SELECT * FROM S WHERE (A ; B", 1, 29, "unexpected end of query", "')'"),
         ("SELECT * FROM S WHERE A FILTER", 1, 31, "unexpected end of query", "x[...]"),
         ("SELECT * FROM S WHERE A FILTER A[x > ]", 1, 38, "unexpected ']'", "a number"),
