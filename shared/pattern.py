@@ -40,8 +40,6 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-# --------------------------------------------------------------------------- spans
-
 
 @dataclass(frozen=True)
 class Span:
@@ -57,8 +55,6 @@ def _span() -> Any:
     # A fresh Field per use: spans locate errors but never take part in equality.
     return field(default=None, compare=False, repr=False)
 
-
-# --------------------------------------------------------------- value expressions
 
 Scalar = str | int | float | bool
 
@@ -98,8 +94,6 @@ class Neg:
 
 
 Expr = Attr | Const | Arith | Neg
-
-# ---------------------------------------------------------------- unary predicates
 
 
 @dataclass(frozen=True)
@@ -174,8 +168,6 @@ class POr:
 
 Pred = Compare | InList | InRange | Like | BoolLit | PNot | PAnd | POr
 
-# ------------------------------------------------------------------------- filters
-
 
 @dataclass(frozen=True)
 class FilterAtom:
@@ -201,8 +193,6 @@ class FilterOr:
 
 
 FilterExpr = FilterAtom | FilterAnd | FilterOr
-
-# ---------------------------------------------------------------------- CEL formulas
 
 
 @dataclass(frozen=True)
@@ -301,8 +291,6 @@ class Filter:
 Formula = (
     EventType | As | Seq | Or | Plus | Filter | Contiguous | ContiguousPlus | NotEvent | Absent
 )
-
-# ------------------------------------------------------------------------ clauses
 
 
 class Strategy(enum.Enum):
