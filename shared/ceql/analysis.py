@@ -1,19 +1,19 @@
 """Semantic checks on a parsed CEQL query.
 
 ``check`` raises a ``CEQLError`` pointing at the offending node for mistakes
-the grammar cannot see: unbound variables, empty windows, type clashes, bad
-regexes and, when the query declares its streams (``DECLARE STREAM``), names
-that the schema does not know.
+the grammar cannot see: unbound variables, empty windows, type clashes, LIKE
+patterns outside the accepted (linear-time, RE2) syntax and, when the query
+declares its streams (``DECLARE STREAM``), names that the schema does not know.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NoReturn
 
 from cerfleet import pattern
+from cerfleet.cea.regex import LikeSyntaxError, compile_like
 from cerfleet.errors import CEQLError
 
 __all__ = ["check"]
@@ -147,6 +147,17 @@ class _Checker:
             expected=expected,
         )
 
+    def narrow(self, span: pattern.Span | None, fragment: str) -> pattern.Span | None:
+        """The part of a one-line ``span`` where ``fragment`` occurs once, else ``span``."""
+        if span is None or not fragment or span.end_line != span.line:
+            return span
+        text = (self.source.splitlines() or [""])[span.line - 1]
+        inside = text[span.column - 1 : span.end_column - 1]
+        if inside.count(fragment) != 1:
+            return span
+        column = span.column + inside.index(fragment)
+        return replace(span, column=column, end_column=column + len(fragment))
+
     # ---- clauses
 
     def _select(self) -> None:
@@ -272,12 +283,12 @@ class _PredicateChecker:
             case pattern.Like(expr=expr, pattern=regex, span=span):
                 self._same_kind("string", expr, "before LIKE")
                 try:
-                    re.compile(regex)
-                except re.error as exc:
+                    compile_like(regex)
+                except LikeSyntaxError as exc:
                     self.checker.fail(
-                        f"invalid regular expression after LIKE: {exc}",
-                        span,
-                        "a regular expression that Python's re module accepts",
+                        f"invalid regular expression after LIKE: {exc.reason}",
+                        self.checker.narrow(span, exc.fragment),
+                        "a regular expression in RE2 syntax, without backreferences or look-around",
                     )
 
     def kind(self, expr: pattern.Expr) -> str | None:
