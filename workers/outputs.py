@@ -7,6 +7,9 @@ Each output record is JSON::
      "events": [{...}, ...],
      "sources": [{"topic": "stock", "partition": 0, "offset": 1234}, ...]}
 
+plus ``"truncated": true`` on the last record of an event whose complex events
+were cut at the worker's ``max_outputs_per_event`` (absent otherwise).
+
 ``start`` and ``end`` are offsets in the keyed partition (the positions the
 engine numbered the interval with); ``sources`` gives, for each matched event
 in order, the input record it came from. The record key is the PARTITION BY
@@ -34,7 +37,9 @@ from cerfleet.fleet.keyed import ORIGIN_HEADER, header_items
 SOURCE_FIELD = "@cerfleet.source"  # injected into events; not a CEQL identifier, so unqueryable
 
 
-def output_value(query: str, keyed_topic: str, partition: int, ce: ComplexEvent) -> bytes:
+def output_value(
+    query: str, keyed_topic: str, partition: int, ce: ComplexEvent, truncated: bool = False
+) -> bytes:
     """The output record of ``ce``, read from a keyed partition: each event's source
     comes from its injected ``SOURCE_FIELD``."""
     events = []
@@ -46,7 +51,7 @@ def output_value(query: str, keyed_topic: str, partition: int, ce: ComplexEvent)
             None if src is None else {"topic": src[0], "partition": src[1], "offset": src[2]}
         )
     keyed = {"topic": keyed_topic, "partition": partition}
-    return record_value(query, keyed, ce, events, sources)
+    return record_value(query, keyed, ce, events, sources, truncated)
 
 
 def record_value(
@@ -55,6 +60,7 @@ def record_value(
     ce: ComplexEvent,
     events: Sequence[Mapping[str, Any]],
     sources: Sequence[dict[str, Any] | None],
+    truncated: bool = False,
 ) -> bytes:
     """The output record, given the events as published and where each came from;
     ``keyed`` is None for complex events not read from a keyed partition (backfills)."""
@@ -67,6 +73,8 @@ def record_value(
         "events": events,
         "sources": sources,
     }
+    if truncated:
+        doc["truncated"] = True
     return orjson.dumps(doc)
 
 

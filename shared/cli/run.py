@@ -58,7 +58,21 @@ def register(subparsers: Any) -> None:
         "--strict", action="store_true", help="stop with exit code 2 at the first malformed line"
     )
     parser.add_argument("--quiet", action="store_true", help="do not print the final summary")
+    parser.add_argument(
+        "--max-outputs-per-event",
+        type=_positive,
+        metavar="N",
+        help="print at most N complex events per event and report on stderr each event "
+        "whose output was cut (default: unlimited)",
+    )
     parser.set_defaults(handler=run)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _error(message: str) -> None:
@@ -115,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
 
     evaluator = compiled.evaluator()
+    evaluator.max_outputs = args.max_outputs_per_event
     out = sys.stdout
     write = _json_writer(out)
     events = 0
@@ -137,6 +152,12 @@ def run(args: argparse.Namespace) -> int:
                         f"{reader.name}:{line}: late event: its time is earlier than one "
                         "already seen in its partition; it takes part in no complex event"
                     )
+                if evaluator.truncated_ends:
+                    evaluator.truncated_ends.clear()
+                    _error(
+                        f"{reader.name}:{line}: more than {evaluator.max_outputs} complex "
+                        "events end at this event; the rest are not printed"
+                    )
                 if found:
                     for complex_event in found:
                         write(complex_event)
@@ -153,9 +174,10 @@ def run(args: argparse.Namespace) -> int:
     out.flush()
     if not args.quiet:
         late = f", {evaluator.late} late events ignored" if evaluator.late else ""
+        cut = f", {evaluator.truncated} events truncated" if evaluator.truncated else ""
         _error(
             f"{events} events, {complex_events} complex events, "
-            f"{malformed} malformed lines skipped{late}"
+            f"{malformed} malformed lines skipped{late}{cut}"
         )
     return EXIT_OK
 

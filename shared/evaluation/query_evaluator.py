@@ -72,6 +72,14 @@ class QueryEvaluator:
         self.late = 0
         self.last_late = False
         self.unpartitioned = 0  # events lacking a PARTITION BY attribute
+        # The host's bound on the complex events one event may end (None: unbounded).
+        # Like LIMIT it stops the enumeration, so an event costs O(bound) whatever the
+        # query; unlike LIMIT, cutting is recorded: ``truncated`` counts the events cut,
+        # ``truncated_ends`` holds their positions until the caller clears it. A setting,
+        # not state: snapshots neither hold nor restore it.
+        self.max_outputs: int | None = None
+        self.truncated = 0
+        self.truncated_ends: list[int] = []
 
     def process(self, event: Mapping[str, Any], position: int | None = None) -> list[ComplexEvent]:
         """Process one event; return the complex events ending at it.
@@ -346,9 +354,17 @@ class QueryEvaluator:
         self, finals: list[Node], tau: float, j: int, key: Key | None
     ) -> list[ComplexEvent]:
         limit = self.query.limit
+        cap = self.max_outputs
+        if cap is not None and limit is not None and limit <= cap:
+            cap = None  # LIMIT stops first: nothing the query asked for is lost
         out: list[ComplexEvent] = []
         for node in finals:
             for start, positions, events in enumerate_node(node, tau):
+                if cap is not None and len(out) >= cap:
+                    # One more complex event exists: the bound cut this event's output.
+                    self.truncated += 1
+                    self.truncated_ends.append(j)
+                    return out
                 out.append(ComplexEvent(start, j, positions, key, events))
                 if limit is not None and len(out) >= limit:
                     return out

@@ -99,6 +99,10 @@ class WorkerSettings(FleetSettings):
     batch_size: int = Field(10_000, ge=1)
     transactions: bool = False
     registry_wait: float = Field(30.0, gt=0)
+    # Complex events one event may make one query emit: enumeration stops there (a
+    # Kleene query without a window has 2ⁿ ending at its n-th event). Every worker of
+    # a group must use the same value: outputs are numbered for exactly-once replay.
+    max_outputs_per_event: int = Field(10_000, ge=1)
 
 
 def load_settings(cls: type[S], config_file: str | Path | None, flags: dict[str, Any]) -> S:
