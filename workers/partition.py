@@ -33,13 +33,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cerfleet.complex_event import ComplexEvent
 from cerfleet.evaluation.query_evaluator import QueryEvaluator
 from cerfleet.evaluation.snapshot import dump_counted
 from cerfleet.events.columns import columns_of
-from cerfleet.fleet.records import Rejected, decode_event
+from cerfleet.fleet.records import DEFAULT_LIMITS, RecordLimits, Rejected, decode_event
 from cerfleet.fleet.registry import Registered
 from cerfleet.workers.catalog import Catalog
 from cerfleet.workers.checkpoint import Checkpoint, QueryCheckpoint
@@ -104,6 +104,7 @@ class PartitionState:
     tecs_nodes: int = 0  # as of the latest checkpoint
     registry_seen: int = 0  # the highest registry offset of a record processed
     max_outputs_per_event: int | None = None
+    record_limits: RecordLimits = DEFAULT_LIMITS
     truncated: dict[str, int] = field(default_factory=dict)  # query -> records cut
 
     def process(self, records: Sequence[Record]) -> tuple[list[Output], list[DeadLetter]]:
@@ -124,9 +125,11 @@ class PartitionState:
                     self.duplicates += 1
                     continue
                 self.sources[skey] = src[2]
-            event = decode_event(rec.value)
+            event = decode_event(rec.value, self.record_limits)
             if isinstance(event, Rejected):
-                dead.append(DeadLetter(rec, None, event.reason, event.error))
+                # An oversized value would not fit the dead-letter topic either.
+                kept = replace(rec, value=None) if event.reason == "too_large" else rec
+                dead.append(DeadLetter(kept, None, event.reason, event.error))
                 continue
             if src is not None:
                 event[SOURCE_FIELD] = list(src)

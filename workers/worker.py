@@ -504,7 +504,7 @@ class Worker:
             ).items():
                 published[key] = max(seq, published.get(key, -1))
         state = PartitionState.restore(self.catalog, keyed_topic, partition, ckpt, published)
-        state.max_outputs_per_event = self.settings.max_outputs_per_event
+        state.max_outputs_per_event, state.record_limits = self.settings.partition_limits()
         log.info(
             "%s[%d]: %s; outputs already published: %s",
             keyed_topic,

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken, VisitError
 from lark.tree import Meta
 
@@ -282,6 +282,32 @@ class _ToAst(Transformer[Token, Any]):
 
 # ---------------------------------------------------------------- API
 
+# Nesting of the parse tree (parentheses, chained operators, stacked FILTERs) beyond
+# which a query is refused: every later stage walks the tree recursively, and a query
+# text, which anyone with access to the registry can write, must not be able to
+# exhaust the interpreter's stack. Real queries stay far below.
+MAX_DEPTH = 200
+
+
+def _check_depth(tree: Tree, text: str) -> None:
+    """``CEQLError`` at the first node nested deeper than ``MAX_DEPTH``."""
+    stack: list[tuple[Tree, int]] = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            meta = node.meta
+            line = 1 if meta.empty else meta.line
+            column = 1 if meta.empty else meta.column
+            raise CEQLError(
+                f"query nested too deeply (more than {MAX_DEPTH} levels of parentheses, "
+                "chained operators or FILTERs)",
+                line=line,
+                column=column,
+                source=text,
+                expected="a flatter query",
+            )
+        stack.extend((child, depth + 1) for child in node.children if isinstance(child, Tree))
+
 
 def parse(text: str) -> pattern.Pattern:
     """Parse a CEQL query; raise ``CEQLError`` (with position and expectation) if malformed."""
@@ -301,6 +327,7 @@ def parse(text: str) -> pattern.Pattern:
         raise unexpected_token(_PARSER, exc, text) from None
     except UnexpectedCharacters as exc:
         raise unexpected_character(_PARSER, exc, text) from None
+    _check_depth(tree, text)
     try:
         query: pattern.Pattern = _ToAst(text).transform(tree)
     except VisitError as exc:

@@ -9,6 +9,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cerfleet.fleet.records import RecordLimits
 from cerfleet.workers.checkpoint import Checkpoint
 from cerfleet.workers.outputs import output_value
 from cerfleet.workers.partition import Output, PartitionState, Record
@@ -113,3 +114,20 @@ def test_cutting_is_logged_once_per_partition_and_query(caplog: Any) -> None:
         "cerfleet_worker_truncated_events_total)"
     ]
     assert s.counts() == (0, 0, {"flood": 4})
+
+
+def test_records_over_the_limits_become_dead_letters_and_the_rest_goes_on() -> None:
+    s = state()
+    s.record_limits = RecordLimits(max_bytes=1000, max_depth=8)
+    big = Record(1, b'{"type": "A", "s": "' + b"x" * 2000 + b'"}', (INPUT, 0, 1), REGISTRY)
+    deep = b'{"type": "A", "x": ' + b"[" * 400 + b"]" * 400 + b"}"
+    recs = records("AAAB")
+    batch = [recs[0], big, Record(2, deep, (INPUT, 0, 2), REGISTRY), *recs[3:]]
+    outputs, dead = s.process(batch)
+    assert [(d.record.offset, d.reason, d.query) for d in dead] == [
+        (1, "too_large", None),
+        (2, "too_deep", None),
+    ]
+    assert dead[0].record.value is None  # it would not fit the dead-letter topic either
+    assert dead[1].record.value == deep
+    assert sorted(o.ce.positions for o in outputs if o.run.name == "pair") == [(0, 3)]
