@@ -6,8 +6,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from cerfleet.fleet.observability import dead_letters_counter
 
-# PartitionState.counts(): duplicates, suppressed outputs, truncated events per query.
-Counts = tuple[int, int, dict[str, int]]
+# PartitionState.counts(): duplicates, suppressed outputs, truncated events per query,
+# evaluation seconds per query.
+Counts = tuple[int, int, dict[str, int], dict[str, float]]
 
 # Event read → complex event handed to the producer: sub-millisecond when the
 # engine keeps up, up to seconds while a backlog drains.
@@ -42,6 +43,12 @@ class WorkerMetrics:
         self.truncated = Counter(
             "cerfleet_worker_truncated_events",
             "Events whose complex events for a query were cut at max_outputs_per_event",
+            ["query"],
+            registry=registry,
+        )
+        self.evaluation = Counter(
+            "cerfleet_query_evaluation_seconds",
+            "Time spent evaluating each query (columnar batches, enumeration included)",
             ["query"],
             registry=registry,
         )
@@ -105,3 +112,5 @@ class WorkerMetrics:
         for query, cut in after[2].items():
             if cut > before[2].get(query, 0):
                 self.truncated.labels(query).inc(cut - before[2].get(query, 0))
+        for query, seconds in after[3].items():
+            self.evaluation.labels(query).inc(max(0.0, seconds - before[3].get(query, 0.0)))

@@ -32,6 +32,7 @@ queries are: a replay under another bound numbers differently.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -106,6 +107,8 @@ class PartitionState:
     max_outputs_per_event: int | None = None
     record_limits: RecordLimits = DEFAULT_LIMITS
     truncated: dict[str, int] = field(default_factory=dict)  # query -> records cut
+    # query -> seconds spent evaluating it here: which query a slow worker is busy with
+    evaluation_seconds: dict[str, float] = field(default_factory=dict)
 
     def process(self, records: Sequence[Record]) -> tuple[list[Output], list[DeadLetter]]:
         """Evaluate ``records`` (in offset order); return new outputs and dead letters."""
@@ -159,9 +162,12 @@ class PartitionState:
             query = run.evaluator.query
             evaluator = run.evaluator
             evaluator.max_outputs = self.max_outputs_per_event
+            started = time.perf_counter()
             ces = evaluator.process_columns(
                 columns_of(events, query.attributes), events=events, positions=positions
             )
+            spent = time.perf_counter() - started
+            self.evaluation_seconds[run.name] = self.evaluation_seconds.get(run.name, 0.0) + spent
             cut = set(evaluator.truncated_ends)
             if cut:
                 evaluator.truncated_ends.clear()
@@ -176,9 +182,10 @@ class PartitionState:
                 outputs.append(Output(run, seq, ce, last))
         return outputs, dead
 
-    def counts(self) -> tuple[int, int, dict[str, int]]:
-        """Duplicates, suppressed outputs and truncated records per query, so far."""
-        return self.duplicates, self.suppressed, dict(self.truncated)
+    def counts(self) -> tuple[int, int, dict[str, int], dict[str, float]]:
+        """Duplicates, suppressed outputs, truncated records and evaluation seconds per
+        query, so far."""
+        return self.duplicates, self.suppressed, dict(self.truncated), dict(self.evaluation_seconds)
 
     def _count_truncated(self, query: str, records: int) -> None:
         if query not in self.truncated:

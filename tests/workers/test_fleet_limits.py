@@ -63,6 +63,9 @@ def test_a_flooding_query_is_cut_its_neighbour_is_whole(fleet: Fleet) -> None:
     flagged = sorted(v["sources"][-1]["offset"] for v in values if v.get("truncated"))
     assert flagged == list(range(5, 12))  # one flag per cut event
     assert worker.metric("cerfleet_worker_truncated_events_total") == 7
+    _, text = worker.get("/metrics")
+    assert 'cerfleet_query_evaluation_seconds_total{query="flood"}' in text
+    assert 'cerfleet_query_evaluation_seconds_total{query="normal"}' in text
     assert "query 'flood' made one event emit more than 20" in worker.tail(20_000)
     assert worker.alive()
 

@@ -113,7 +113,9 @@ def test_cutting_is_logged_once_per_partition_and_query(caplog: Any) -> None:
         'were dropped (outputs flagged "truncated", metric '
         "cerfleet_worker_truncated_events_total)"
     ]
-    assert s.counts() == (0, 0, {"flood": 4})
+    duplicates, suppressed, truncated, seconds = s.counts()
+    assert (duplicates, suppressed, truncated) == (0, 0, {"flood": 4})
+    assert set(seconds) == {"flood", "pair"} and all(v > 0 for v in seconds.values())
 
 
 def test_records_over_the_limits_become_dead_letters_and_the_rest_goes_on() -> None:
