@@ -8,6 +8,7 @@ declares its streams (``DECLARE STREAM``), names that the schema does not know.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import NoReturn
@@ -219,6 +220,12 @@ class _Checker:
             return
         if window.amount <= 0:
             self.fail("WITHIN needs a positive amount", window.span, "a number above 0")
+        try:
+            finite = math.isfinite(float(window.epsilon))
+        except OverflowError:
+            finite = False
+        if not finite:
+            self.fail("WITHIN amount too large", window.span, "a window below 1e308 ms")
         if window.kind is pattern.WindowKind.EVENTS and not float(window.amount).is_integer():
             self.fail("WITHIN ... EVENTS counts events", window.span, "a whole number of events")
         if window.kind is pattern.WindowKind.ATTRIBUTE and window.attr is not None:

@@ -282,6 +282,8 @@ class _ToAst(Transformer[Token, Any]):
 
 # ---------------------------------------------------------------- API
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
 # Nesting of the parse tree (parentheses, chained operators, stacked FILTERs) beyond
 # which a query is refused: every later stage walks the tree recursively, and a query
 # text, which anyone with access to the registry can write, must not be able to
@@ -311,6 +313,18 @@ def _check_depth(tree: Tree, text: str) -> None:
 
 def parse(text: str) -> pattern.Pattern:
     """Parse a CEQL query; raise ``CEQLError`` (with position and expectation) if malformed."""
+    surrogate = _SURROGATE.search(text)
+    if surrogate is not None:
+        # Only a Python caller can pass one (files and JSON decode to valid Unicode), but
+        # the query text is hashed and printed as UTF-8 later on.
+        before = text[: surrogate.start()]
+        raise CEQLError(
+            "not valid Unicode: a lone surrogate",
+            line=before.count("\n") + 1,
+            column=surrogate.start() - (before.rfind("\n") + 1) + 1,
+            source=text,
+            expected="text that is valid Unicode",
+        )
     try:
         tree = _PARSER.parse(text)
     except Malformed as exc:
