@@ -10,6 +10,12 @@ Each output record is JSON::
 plus ``"truncated": true`` on the last record of an event whose complex events
 were cut at the worker's ``max_outputs_per_event`` (absent otherwise).
 
+A record over ``MAX_OUTPUT_BYTES`` (a complex event of many or large events)
+would be refused by the producer and stop the worker, on every replay; it is
+published without its ``events`` (then, if still too large, its ``sources``),
+set to null and named in ``"omitted"``: the positions and the keyed partition
+still say which records it was made of.
+
 ``start`` and ``end`` are offsets in the keyed partition (the positions the
 engine numbered the interval with); ``sources`` gives, for each matched event
 in order, the input record it came from. The record key is the PARTITION BY
@@ -35,6 +41,9 @@ from cerfleet.complex_event import ComplexEvent
 from cerfleet.fleet.keyed import ORIGIN_HEADER, header_items
 
 SOURCE_FIELD = "@cerfleet.source"  # injected into events; not a CEQL identifier, so unqueryable
+# Below the producers' and brokers' default message.max.bytes (1,000,000), with room for
+# the key and headers.
+MAX_OUTPUT_BYTES = 900_000
 
 
 def output_value(
@@ -75,7 +84,17 @@ def record_value(
     }
     if truncated:
         doc["truncated"] = True
-    return orjson.dumps(doc)
+    value = orjson.dumps(doc)
+    omitted: list[str] = []
+    for field in ("events", "sources"):
+        if len(value) <= MAX_OUTPUT_BYTES:
+            break
+        doc[field] = None
+        omitted.append(field)
+        doc["omitted"] = omitted
+        doc["positions"] = list(ce.positions)
+        value = orjson.dumps(doc)
+    return value
 
 
 def output_key(ce: ComplexEvent) -> bytes | None:

@@ -9,9 +9,10 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cerfleet.complex_event import ComplexEvent
 from cerfleet.fleet.records import RecordLimits
 from cerfleet.workers.checkpoint import Checkpoint
-from cerfleet.workers.outputs import output_value
+from cerfleet.workers.outputs import MAX_OUTPUT_BYTES, output_value, record_value
 from cerfleet.workers.partition import Output, PartitionState, Record
 from tests.workers.test_partition import INPUT, make_catalog, split, topics_of
 
@@ -133,3 +134,19 @@ def test_records_over_the_limits_become_dead_letters_and_the_rest_goes_on() -> N
     assert dead[0].record.value is None  # it would not fit the dead-letter topic either
     assert dead[1].record.value == deep
     assert sorted(o.ce.positions for o in outputs if o.run.name == "pair") == [(0, 3)]
+
+
+def test_an_output_record_too_large_to_publish_drops_its_events_then_its_sources() -> None:
+    big = {"type": "A", "s": "x" * 400_000}
+    ce = ComplexEvent(0, 2, (0, 1, 2), None, (big, big, big))
+    sources = [{"topic": INPUT, "partition": 0, "offset": i} for i in range(3)]
+    doc = orjson.loads(record_value("q", None, ce, ce.events, sources))
+    assert doc["events"] is None and doc["omitted"] == ["events"]
+    assert doc["positions"] == [0, 1, 2] and doc["sources"] == sources
+    many = ComplexEvent(0, 99_999, tuple(range(100_000)), None, ({"type": "A"},) * 100_000)
+    wide = [{"topic": INPUT * 10, "partition": 0, "offset": i} for i in range(100_000)]
+    value = record_value("q", None, many, many.events, wide)
+    assert len(value) <= MAX_OUTPUT_BYTES
+    assert orjson.loads(value)["omitted"] == ["events", "sources"]
+    small = orjson.loads(record_value("q", None, ce, ce.events[:1], sources[:1]))
+    assert "omitted" not in small and "positions" not in small
