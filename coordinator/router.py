@@ -76,6 +76,7 @@ class Router:
         on_ready: Callable[[], None] | None = None,
     ) -> None:
         self.settings = settings
+        self._limits = settings.record_limits()
         self.metrics = metrics or RouterMetrics(CollectorRegistry())
         self.on_ready = on_ready
         self.ready = False
@@ -184,7 +185,7 @@ class Router:
             return
         value = msg.value()
         src = encode_src(topic, partition, offset)
-        event = decode_event(value)
+        event = decode_event(value, self._limits)
         if isinstance(event, Rejected):
             self._dead_letter(msg, src, event.reason, event.error)
             return
@@ -236,7 +237,9 @@ class Router:
             (SRC_HEADER, src),
             (STAGE_HEADER, b"coordinator"),
         ]
-        self._produce(self.settings.dead_letter_topic, msg.key(), msg.value(), headers, None)
+        # An oversized value would not fit the dead-letter topic either: headers only.
+        value = None if reason == "too_large" else msg.value()
+        self._produce(self.settings.dead_letter_topic, msg.key(), value, headers, None)
 
     def _commit(self, only: list[TopicPartition] | None = None) -> None:
         if not self._pending:

@@ -100,6 +100,11 @@ class QueryPlan:
         ).hexdigest()
 
     @property
+    def atom_predicates(self) -> tuple[pattern.Pred, ...]:
+        """The filter predicates the automaton's guards test, by atom number."""
+        return tuple(self._atom_preds)
+
+    @property
     def batch(self) -> BatchLetters:
         """Letters of columnar batches, built on first use (the numpy fast path)."""
         if self._batch is None:

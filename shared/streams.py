@@ -32,6 +32,13 @@ LATE = (
     "late event: its time is earlier than one already seen in its partition; "
     "it takes part in no complex event"
 )
+
+
+def truncated(cap: int | None) -> str:
+    """The report of an event whose complex events were cut at ``max_outputs``."""
+    return f"more than {cap} complex events end at this event; the rest are not printed"
+
+
 # CSV rows per batch from a file (a pipe goes row by row: it must stay live).
 CSV_BATCH = 8192
 
@@ -76,8 +83,10 @@ def steps(
             stop = batch.problems[0]
             keep = [i for i, n in enumerate(lines.numbers) if n < stop[0]]
             batch = decoder.decode([lines.lines[i] for i in keep], [lines.numbers[i] for i in keep])
+        base = evaluator.position
         found = evaluator.process_columns(batch.columns, events=batch.events)
         reports = [*batch.problems, *((batch.lines[r], LATE) for r in evaluator.late_rows)]
+        reports += _cuts(evaluator, batch.lines, base)
         reports.sort(key=lambda report: report[0])
         yield Step(found, reports, len(batch), len(batch.problems), lines.bytes_read)
         if stop is not None:
@@ -94,8 +103,10 @@ def _csv_steps(
 
     def flush() -> Step:
         columns = columns_of(rows, query.attributes)
+        base = evaluator.position
         found = evaluator.process_columns(columns, events=rows)
         reports = [*problems, *((numbers[r], LATE) for r in evaluator.late_rows)]
+        reports += _cuts(evaluator, numbers, base)
         reports.sort(key=lambda report: report[0])
         step = Step(found, reports, len(rows), len(problems))
         rows.clear()
@@ -119,6 +130,15 @@ def _csv_steps(
         if live or len(rows) >= CSV_BATCH:
             yield flush()
     yield flush()
+
+
+def _cuts(evaluator: QueryEvaluator, lines: list[int], base: int) -> list[tuple[int, str]]:
+    """The batch's events whose output ``max_outputs`` cut, as reports (and forgotten);
+    ``base``: the position of the batch's first row."""
+    cap = evaluator.max_outputs
+    cuts = [(lines[end - base], truncated(cap)) for end in evaluator.truncated_ends]
+    evaluator.truncated_ends.clear()
+    return cuts
 
 
 def _reader(source: BinaryIO) -> Callable[[int], bytes]:

@@ -27,6 +27,12 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--batch-size", type=int, help="records per consume call (default 10000)")
     p.add_argument(
+        "--max-outputs-per-event",
+        type=int,
+        help="complex events one event may emit per query; the rest are dropped, counted "
+        "and flagged (default 10000; the same on every worker of the group)",
+    )
+    p.add_argument(
         "--transactions",
         action="store_true",
         default=None,
@@ -49,6 +55,7 @@ def _worker(args: argparse.Namespace) -> int:
         checkpoint_interval=args.checkpoint_interval,
         batch_size=args.batch_size,
         transactions=args.transactions,
+        max_outputs_per_event=args.max_outputs_per_event,
     )
     metrics = WorkerMetrics()
     worker = Worker(settings, metrics)

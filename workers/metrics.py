@@ -6,6 +6,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from cerfleet.fleet.observability import dead_letters_counter
 
+# PartitionState.counts(): duplicates, suppressed outputs, truncated events per query,
+# evaluation seconds per query.
+Counts = tuple[int, int, dict[str, int], dict[str, float]]
+
 # Event read → complex event handed to the producer: sub-millisecond when the
 # engine keeps up, up to seconds while a backlog drains.
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10)
@@ -34,6 +38,18 @@ class WorkerMetrics:
         self.suppressed = Counter(
             "cerfleet_worker_outputs_suppressed",
             "Complex events recomputed on replay and not published again",
+            registry=registry,
+        )
+        self.truncated = Counter(
+            "cerfleet_worker_truncated_events",
+            "Events whose complex events for a query were cut at max_outputs_per_event",
+            ["query"],
+            registry=registry,
+        )
+        self.evaluation = Counter(
+            "cerfleet_query_evaluation_seconds",
+            "Time spent evaluating each query (columnar batches, enumeration included)",
+            ["query"],
             registry=registry,
         )
         self.dead_letters = dead_letters_counter(registry)
@@ -88,3 +104,13 @@ class WorkerMetrics:
             "Keyed partitions taken over (checkpoint restored or started fresh)",
             registry=registry,
         )
+
+    def count_batch(self, before: Counts, after: Counts) -> None:
+        """Add what one ``PartitionState.process`` call counted (``counts()`` around it)."""
+        self.duplicates.inc(after[0] - before[0])
+        self.suppressed.inc(after[1] - before[1])
+        for query, cut in after[2].items():
+            if cut > before[2].get(query, 0):
+                self.truncated.labels(query).inc(cut - before[2].get(query, 0))
+        for query, seconds in after[3].items():
+            self.evaluation.labels(query).inc(max(0.0, seconds - before[3].get(query, 0.0)))

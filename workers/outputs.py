@@ -11,10 +11,19 @@ It holds every field ``cerfleet run`` prints of a complex event (``start``, ``en
 ``positions``, ``key``, ``events``), so one reader handles both, plus where it comes
 from. ``start``, ``end`` and ``positions`` are offsets in the keyed partition (the
 positions the engine numbered the events with); ``sources`` gives, for each matched
-event in order, the input record it came from. The record key is the PARTITION BY
-values as JSON (none without PARTITION BY), and every output of one keyed
-partition goes to the same output partition, so one key's complex events stay
-in order.
+event in order, the input record it came from. It carries ``"truncated": true`` on
+the last record of an event whose complex events
+were cut at the worker's ``max_outputs_per_event`` (absent otherwise).
+
+A record over ``MAX_OUTPUT_BYTES`` (a complex event of many or large events)
+would be refused by the producer and stop the worker, on every replay; it is
+published without its ``events`` (then, if still too large, its ``sources``),
+set to null and named in ``"omitted"``: the positions and the keyed partition
+still say which records it was made of.
+
+The record key is the PARTITION BY values as JSON (none without PARTITION BY), and
+every output of one keyed partition goes to the same output partition, so one key's
+complex events stay in order.
 
 The ``cerfleet-origin`` header, ``keyed_topic:partition:query:version:seq``,
 numbers each query's outputs per keyed partition. Replay is deterministic, so
@@ -34,9 +43,14 @@ from cerfleet.complex_event import ComplexEvent
 from cerfleet.fleet.keyed import ORIGIN_HEADER, header_items
 
 SOURCE_FIELD = "@cerfleet.source"  # injected into events; not a CEQL identifier, so unqueryable
+# Below the producers' and brokers' default message.max.bytes (1,000,000), with room for
+# the key and headers.
+MAX_OUTPUT_BYTES = 900_000
 
 
-def output_value(query: str, keyed_topic: str, partition: int, ce: ComplexEvent) -> bytes:
+def output_value(
+    query: str, keyed_topic: str, partition: int, ce: ComplexEvent, truncated: bool = False
+) -> bytes:
     """The output record of ``ce``, read from a keyed partition: each event's source
     comes from its injected ``SOURCE_FIELD``."""
     events = []
@@ -48,7 +62,7 @@ def output_value(query: str, keyed_topic: str, partition: int, ce: ComplexEvent)
             None if src is None else {"topic": src[0], "partition": src[1], "offset": src[2]}
         )
     keyed = {"topic": keyed_topic, "partition": partition}
-    return record_value(query, keyed, ce, events, sources)
+    return record_value(query, keyed, ce, events, sources, truncated)
 
 
 def record_value(
@@ -57,6 +71,7 @@ def record_value(
     ce: ComplexEvent,
     events: Sequence[Mapping[str, Any]],
     sources: Sequence[dict[str, Any] | None],
+    truncated: bool = False,
 ) -> bytes:
     """The output record, given the events as published and where each came from;
     ``keyed`` is None for complex events not read from a keyed partition (backfills)."""
@@ -70,7 +85,19 @@ def record_value(
         "events": events,
         "sources": sources,
     }
-    return orjson.dumps(doc)
+    if truncated:
+        doc["truncated"] = True
+    value = orjson.dumps(doc)
+    omitted: list[str] = []
+    for field in ("events", "sources"):
+        if len(value) <= MAX_OUTPUT_BYTES:
+            break
+        doc[field] = None
+        omitted.append(field)
+        doc["omitted"] = omitted
+        doc["positions"] = list(ce.positions)
+        value = orjson.dumps(doc)
+    return value
 
 
 def output_key(ce: ComplexEvent) -> bytes | None:

@@ -19,22 +19,34 @@ outputs its predecessor already published:
 
 Events are evaluated in columnar batches (``QueryEvaluator.process_columns``)
 labelled with their keyed offsets, which become the complex events' positions.
+
+``max_outputs_per_event`` bounds what one record may make one query emit (a
+Kleene query without a window has 2ⁿ complex events ending at its n-th event).
+The evaluator stops enumerating at the bound, so which complex events are kept is
+a function of the input alone and numbering stays replayable; the last output of
+a cut record says so (``Output.truncated``) and ``truncated`` counts cut records
+per query. The bound must then be the same for every worker of the group, as the
+queries are: a replay under another bound numbers differently.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cerfleet.complex_event import ComplexEvent
 from cerfleet.evaluation.query_evaluator import QueryEvaluator
 from cerfleet.evaluation.snapshot import dump_counted
 from cerfleet.events.columns import columns_of
-from cerfleet.fleet.records import Rejected, decode_event
+from cerfleet.fleet.records import DEFAULT_LIMITS, RecordLimits, Rejected, decode_event
 from cerfleet.fleet.registry import Registered
 from cerfleet.workers.catalog import Catalog
 from cerfleet.workers.checkpoint import Checkpoint, QueryCheckpoint
 from cerfleet.workers.outputs import SOURCE_FIELD
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +73,7 @@ class Output:
     run: QueryRun
     seq: int
     ce: ComplexEvent
+    truncated: bool = False  # the last output kept of a record whose outputs were cut
 
 
 @dataclass(slots=True)
@@ -91,6 +104,11 @@ class PartitionState:
     suppressed: int = 0
     tecs_nodes: int = 0  # as of the latest checkpoint
     registry_seen: int = 0  # the highest registry offset of a record processed
+    max_outputs_per_event: int | None = None
+    record_limits: RecordLimits = DEFAULT_LIMITS
+    truncated: dict[str, int] = field(default_factory=dict)  # query -> records cut
+    # query -> seconds spent evaluating it here: which query a slow worker is busy with
+    evaluation_seconds: dict[str, float] = field(default_factory=dict)
 
     def process(self, records: Sequence[Record]) -> tuple[list[Output], list[DeadLetter]]:
         """Evaluate ``records`` (in offset order); return new outputs and dead letters."""
@@ -110,9 +128,11 @@ class PartitionState:
                     self.duplicates += 1
                     continue
                 self.sources[skey] = src[2]
-            event = decode_event(rec.value)
+            event = decode_event(rec.value, self.record_limits)
             if isinstance(event, Rejected):
-                dead.append(DeadLetter(rec, None, event.reason, event.error))
+                # An oversized value would not fit the dead-letter topic either.
+                kept = replace(rec, value=None) if event.reason == "too_large" else rec
+                dead.append(DeadLetter(kept, None, event.reason, event.error))
                 continue
             if src is not None:
                 event[SOURCE_FIELD] = list(src)
@@ -140,17 +160,46 @@ class PartitionState:
         outputs: list[Output] = []
         for run, events, positions in batches.values():
             query = run.evaluator.query
-            ces = run.evaluator.process_columns(
+            evaluator = run.evaluator
+            evaluator.max_outputs = self.max_outputs_per_event
+            started = time.perf_counter()
+            ces = evaluator.process_columns(
                 columns_of(events, query.attributes), events=events, positions=positions
             )
-            for ce in ces:
+            spent = time.perf_counter() - started
+            self.evaluation_seconds[run.name] = self.evaluation_seconds.get(run.name, 0.0) + spent
+            cut = set(evaluator.truncated_ends)
+            if cut:
+                evaluator.truncated_ends.clear()
+                self._count_truncated(run.name, len(cut))
+            for i, ce in enumerate(ces):
                 seq = run.emitted
                 run.emitted = seq + 1
                 if seq < run.suppress:
                     self.suppressed += 1
                     continue
-                outputs.append(Output(run, seq, ce))
+                last = ce.end in cut and (i + 1 == len(ces) or ces[i + 1].end != ce.end)
+                outputs.append(Output(run, seq, ce, last))
         return outputs, dead
+
+    def counts(self) -> tuple[int, int, dict[str, int], dict[str, float]]:
+        """Duplicates, suppressed outputs, truncated records and evaluation seconds per
+        query, so far."""
+        return self.duplicates, self.suppressed, dict(self.truncated), dict(self.evaluation_seconds)
+
+    def _count_truncated(self, query: str, records: int) -> None:
+        if query not in self.truncated:
+            # Once per partition and query: the metric counts the rest.
+            log.warning(
+                "%s[%d]: query %r made one event emit more than %d complex events; the "
+                'rest were dropped (outputs flagged "truncated", metric '
+                "cerfleet_worker_truncated_events_total)",
+                self.keyed_topic,
+                self.partition,
+                query,
+                self.max_outputs_per_event,
+            )
+        self.truncated[query] = self.truncated.get(query, 0) + records
 
     def _active(self, registry_offset: int) -> list[QueryRun]:
         """The runs a record with this registry offset goes to, started or retired as needed."""
@@ -211,10 +260,17 @@ class PartitionState:
         partition: int,
         ckpt: Checkpoint | None,
         published: dict[tuple[str, int], int],
+        max_outputs_per_event: int | None = None,
     ) -> PartitionState:
         """The state ``ckpt`` describes (a fresh one without), knowing which outputs the
         previous owners already ``published`` (highest seq per query and version)."""
-        state = cls(keyed_topic, partition, catalog, published=published)
+        state = cls(
+            keyed_topic,
+            partition,
+            catalog,
+            published=published,
+            max_outputs_per_event=max_outputs_per_event,
+        )
         if ckpt is None:
             return state
         state.next_offset = ckpt.next_offset

@@ -231,10 +231,9 @@ class Worker:
             if not self._outputs_ready(tp, state, records):
                 continue
             self.metrics.events_in.labels(tp[0]).inc(len(records))
-            dups, supp = state.duplicates, state.suppressed
+            before = state.counts()
             outputs, dead = state.process(records)
-            self.metrics.duplicates.inc(state.duplicates - dups)
-            self.metrics.suppressed.inc(state.suppressed - supp)
+            self.metrics.count_batch(before, state.counts())
             for out in outputs:
                 self._emit(state, out, received)
             for letter in dead:
@@ -321,7 +320,7 @@ class Worker:
         headers: list[tuple[str, str | bytes | None]] = [(ORIGIN_HEADER, tag)]
         self._produce(
             topic,
-            output_value(spec.name, state.keyed_topic, state.partition, out.ce),
+            output_value(spec.name, state.keyed_topic, state.partition, out.ce, out.truncated),
             output_key(out.ce),
             headers,
             partition,
@@ -505,6 +504,7 @@ class Worker:
             ).items():
                 published[key] = max(seq, published.get(key, -1))
         state = PartitionState.restore(self.catalog, keyed_topic, partition, ckpt, published)
+        state.max_outputs_per_event, state.record_limits = self.settings.partition_limits()
         log.info(
             "%s[%d]: %s; outputs already published: %s",
             keyed_topic,

@@ -11,7 +11,9 @@ Follows the paper's construction with the errata of the research notes:
   disjunction of filters cannot be pushed into one transition guard.
 
 The result has linear size in the formula except for filter disjunctions,
-which copy the filtered sub-automaton.
+which copy the filtered sub-automaton, and nested iterations, which copy
+transitions into each enclosing ``+``: ``MAX_TRANSITIONS`` stops a construction
+(``AutomatonTooLarge``) before a query text can make it exponential.
 """
 
 from __future__ import annotations
@@ -21,6 +23,15 @@ from collections.abc import Iterator
 
 from cerfleet import pattern
 from cerfleet.cea.automaton import CEA, TRUE, VCEA, Guard, Transition, VTransition
+from cerfleet.errors import CerfleetError
+
+# Far above what real queries need (tens to hundreds), low enough that building and
+# determinising stay cheap.
+MAX_TRANSITIONS = 10_000
+
+
+class AutomatonTooLarge(CerfleetError):
+    """A formula whose automaton would exceed ``MAX_TRANSITIONS``."""
 
 
 def not_label(etype: str) -> str:
@@ -52,6 +63,17 @@ class _Builder:
         return next(self._ids)
 
     def build(self, phi: pattern.Formula) -> VCEA:
+        a = self._build(phi)
+        if len(a.transitions) > MAX_TRANSITIONS:
+            at = "" if phi.span is None else f" at line {phi.span.line}, column {phi.span.column}"
+            raise AutomatonTooLarge(
+                f"the query's automaton would have more than {MAX_TRANSITIONS} transitions "
+                f"(the formula{at} alone has {len(a.transitions)}): nested iterations and "
+                "FILTER disjunctions copy what they apply to"
+            )
+        return a
+
+    def _build(self, phi: pattern.Formula) -> VCEA:
         if isinstance(phi, pattern.EventType):
             q1, q2 = self.fresh(), self.fresh()
             return VCEA([VTransition(q1, Guard(phi.name), frozenset({phi.name}), q2)], {q1}, {q2})

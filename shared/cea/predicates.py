@@ -4,7 +4,8 @@ Predicates never execute user text as Python: each AST node becomes a small
 closure over already-parsed constants.
 
 Missing values (CEQL semantics): an attribute that is absent or null makes every
-comparison false, ``!=`` included; so do IN, IN RANGE and LIKE. Comparing a
+comparison false, ``!=`` included; so do IN, IN RANGE and LIKE (a whole-value
+match in linear time: ``cea.regex``). Comparing a
 string with a number is false, booleans are not numbers, arithmetic on a
 non-number or a division by zero yields "missing". ``NOT`` is plain negation of
 the sub-predicate's truth value.
@@ -13,11 +14,11 @@ the sub-predicate's truth value.
 from __future__ import annotations
 
 import operator
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from cerfleet import pattern
+from cerfleet.cea.regex import compile_like
 
 Event = Mapping[str, Any]
 Predicate = Callable[[Event], bool]
@@ -192,12 +193,12 @@ def _compile_in_range(pred: pattern.InRange) -> Predicate:
 
 def _compile_like(pred: pattern.Like) -> Predicate:
     value = _compile_expr(pred.expr)
-    regex = re.compile(pred.pattern)
+    fullmatch = compile_like(pred.pattern)
     negated = pred.negated
 
     def like(event: Event) -> bool:
         v = value(event)
-        matched = isinstance(v, str) and regex.fullmatch(v) is not None
+        matched = isinstance(v, str) and fullmatch(v)
         return matched != negated
 
     return like

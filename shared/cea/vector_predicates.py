@@ -4,18 +4,21 @@ The same semantics as ``predicates`` (the scalar closures), evaluated a column
 at a time so a batch's bit vectors cost a few numpy passes instead of a Python
 call per event and predicate. Columns are numpy arrays: numbers (int, or float
 with NaN for a missing or null value), booleans, or strings (``U`` arrays).
-Anything else (object arrays, LIKE) falls back to the scalar closure per row,
-so every predicate has a vector form; the differential tests check that both
-forms agree.
+LIKE runs the same linear-time matcher as the scalar closure over a string
+column's values. Anything else (object arrays) falls back to the scalar closure
+per row, so every predicate has a vector form; the differential tests check
+that both forms agree.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from cerfleet import pattern
 from cerfleet.cea.predicates import COMPARE, compile_predicate, is_number
+from cerfleet.cea.regex import compile_like
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,6 +31,9 @@ VectorPredicate = Callable[[Columns, int], "np.ndarray"]
 _NUM, _STR, _BOOL = "num", "str", "bool"
 # (values, valid, kind); kind None: every value is missing or of another kind
 _Vec = tuple[Any, "np.ndarray", str | None]
+
+# Batches re-evaluate the same few patterns; compiling one is far dearer than a match.
+_like_matcher = lru_cache(maxsize=1024)(compile_like)
 
 
 class _Fallback(Exception):
@@ -116,7 +122,15 @@ def _pred(pred: pattern.Pred, cols: Columns, n: int) -> np.ndarray:
         return _pred(pred.left, cols, n) & _pred(pred.right, cols, n)
     if isinstance(pred, pattern.POr):
         return _pred(pred.left, cols, n) | _pred(pred.right, cols, n)
-    raise _Fallback  # LIKE: regular expressions have no vector form
+    if isinstance(pred, pattern.Like):
+        values, valid, kind = _expr(pred.expr, cols, n)
+        matched = np.zeros(n, dtype=bool)
+        if kind == _STR:
+            fullmatch = _like_matcher(pred.pattern)
+            strings = np.broadcast_to(values, (n,)).tolist()
+            matched = np.fromiter(map(fullmatch, strings), dtype=bool, count=n) & valid
+        return matched != pred.negated
+    raise TypeError(f"not a predicate: {pred!r}")
 
 
 def compile_vector_predicate(pred: pattern.Pred) -> VectorPredicate:

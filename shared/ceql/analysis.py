@@ -1,19 +1,20 @@
 """Semantic checks on a parsed CEQL query.
 
 ``check`` raises a ``CEQLError`` pointing at the offending node for mistakes
-the grammar cannot see: unbound variables, empty windows, type clashes, bad
-regexes and, when the query declares its streams (``DECLARE STREAM``), names
-that the schema does not know.
+the grammar cannot see: unbound variables, empty windows, type clashes, LIKE
+patterns outside the accepted (linear-time, RE2) syntax and, when the query
+declares its streams (``DECLARE STREAM``), names that the schema does not know.
 """
 
 from __future__ import annotations
 
-import re
+import math
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NoReturn
 
 from cerfleet import pattern
+from cerfleet.cea.regex import LikeSyntaxError, compile_like
 from cerfleet.errors import CEQLError
 
 __all__ = ["check"]
@@ -165,6 +166,17 @@ class _Checker:
             expected=expected,
         )
 
+    def narrow(self, span: pattern.Span | None, fragment: str) -> pattern.Span | None:
+        """The part of a one-line ``span`` where ``fragment`` occurs once, else ``span``."""
+        if span is None or not fragment or span.end_line != span.line:
+            return span
+        text = (self.source.splitlines() or [""])[span.line - 1]
+        inside = text[span.column - 1 : span.end_column - 1]
+        if inside.count(fragment) != 1:
+            return span
+        column = span.column + inside.index(fragment)
+        return replace(span, column=column, end_column=column + len(fragment))
+
     # ---- clauses
 
     def _select(self) -> None:
@@ -247,6 +259,12 @@ class _Checker:
         # ε may be 0: a complex event whose events share one instant (or one position).
         if window.amount < 0:
             self.fail("WITHIN needs an amount of at least 0", window.span, "a number of 0 or more")
+        try:
+            finite = math.isfinite(float(window.epsilon))
+        except OverflowError:
+            finite = False
+        if not finite:
+            self.fail("WITHIN amount too large", window.span, "a window below 1e308 ms")
         if window.kind is pattern.WindowKind.EVENTS and not float(window.amount).is_integer():
             self.fail("WITHIN ... EVENTS counts events", window.span, "a whole number of events")
         if window.kind is pattern.WindowKind.ATTRIBUTE and window.attr is not None:
@@ -311,12 +329,12 @@ class _PredicateChecker:
             case pattern.Like(expr=expr, pattern=regex, span=span):
                 self._same_kind("string", expr, "before LIKE")
                 try:
-                    re.compile(regex)
-                except re.error as exc:
+                    compile_like(regex)
+                except LikeSyntaxError as exc:
                     self.checker.fail(
-                        f"invalid regular expression after LIKE: {exc}",
-                        span,
-                        "a regular expression that Python's re module accepts",
+                        f"invalid regular expression after LIKE: {exc.reason}",
+                        self.checker.narrow(span, exc.fragment),
+                        "a regular expression in RE2 syntax, without backreferences or look-around",
                     )
 
     def kind(self, expr: pattern.Expr) -> str | None:

@@ -14,13 +14,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken, VisitError
 from lark.tree import Meta
 
 from cerfleet import pattern
 from cerfleet.ceql.analysis import check
 from cerfleet.ceql.lexer import CEQLLexer, Malformed
+from cerfleet.ceql.predicate_tree import PredicateTree, span_of, token_span
 from cerfleet.ceql.syntax_errors import (
     unexpected_character,
     unexpected_token,
@@ -46,25 +47,6 @@ _PARSER = Lark.open_from_package(
 # --------------------------------------------------------- tree to AST
 
 
-def _span(meta: Meta) -> pattern.Span:
-    return pattern.Span(meta.line, meta.column, meta.end_line, meta.end_column)
-
-
-def _tspan(tok: Token) -> pattern.Span:
-    return pattern.Span(tok.line or 1, tok.column or 1, tok.end_line or 1, tok.end_column or 1)
-
-
-_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", "'": "'", '"': '"'}
-
-
-def _unquote(lexeme: str) -> str:
-    # Unknown escapes keep their backslash, so regexes like '\d+' read naturally.
-    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m[1], m[0]), lexeme[1:-1], flags=re.S)
-
-
-_COMPARISONS = {"==": "=", "<>": "!="}
-
-
 # CORE's engine declares attributes as `long` too.
 _TYPE_SYNONYMS = {"long": "int"}
 
@@ -72,11 +54,6 @@ _TYPE_SYNONYMS = {"long": "int"}
 def _plural(unit: Token) -> str:
     upper = unit.value.upper()
     return upper if upper.endswith("S") else upper + "S"
-
-
-def _negated(pred: pattern.Pred, negated: Token | None) -> pattern.Pred:
-    """``NOT IN`` a half-open range: plain negation, as ``NOT IN RANGE`` is."""
-    return pred if negated is None else pattern.PNot(pred, pred.span)
 
 
 @dataclass(frozen=True)
@@ -89,7 +66,7 @@ class _Names:
     @classmethod
     def of(cls, tokens: Iterable[Token]) -> _Names:
         toks = [t for t in tokens if isinstance(t, Token) and t.type == "NAME"]
-        return cls(tuple(t.value for t in toks), tuple(_tspan(t) for t in toks))
+        return cls(tuple(t.value for t in toks), tuple(token_span(t) for t in toks))
 
 
 @dataclass(frozen=True)
@@ -99,7 +76,7 @@ class _Select:
 
 
 @v_args(meta=True)
-class _ToAst(Transformer[Token, Any]):
+class _ToAst(PredicateTree):
     """Builds AST nodes bottom-up; children are the already transformed nodes."""
 
     def __init__(self, source: str) -> None:
@@ -123,16 +100,18 @@ class _ToAst(Transformer[Token, Any]):
             select_spans=select.variables.spans if select.variables else (),
             stream_spans=from_.spans,
             partition_spans=partition.spans if partition else (),
-            limit_span=_tspan(limit) if limit else None,
+            limit_span=token_span(limit) if limit else None,
         )
 
     def declaration(self, meta: Meta, children: list[Any]) -> pattern.StreamDecl:
         _declare, _stream, name, *events = children
-        return pattern.StreamDecl(name.value, tuple(events), _tspan(name))
+        return pattern.StreamDecl(name.value, tuple(events), token_span(name))
 
     def event_decl(self, meta: Meta, children: list[Any]) -> pattern.EventDecl:
         _event, name, *attrs = children
-        return pattern.EventDecl(name.value, tuple(a for a in attrs if a is not None), _tspan(name))
+        return pattern.EventDecl(
+            name.value, tuple(a for a in attrs if a is not None), token_span(name)
+        )
 
     def attr_decl(self, meta: Meta, children: list[Token]) -> tuple[str, pattern.AttrType]:
         name, type_ = children
@@ -167,23 +146,25 @@ class _ToAst(Transformer[Token, Any]):
         return _Names.of(children)
 
     def within_events(self, meta: Meta, children: list[Any]) -> pattern.Window:
-        return pattern.Window(pattern.WindowKind.EVENTS, children[1].value, span=_span(meta))
+        return pattern.Window(pattern.WindowKind.EVENTS, children[1].value, span=span_of(meta))
 
     def within_time(self, meta: Meta, children: list[Any]) -> pattern.Window:
         numbers, units = children[1::2], children[2::2]
         parts = [(n.value, _plural(u)) for n, u in zip(numbers, units, strict=True)]
         if len(parts) == 1:
             amount, unit = parts[0]
-            return pattern.Window(pattern.WindowKind.TIME, amount, unit=unit, span=_span(meta))
+            return pattern.Window(pattern.WindowKind.TIME, amount, unit=unit, span=span_of(meta))
         # `WITHIN 1 HOURS 30 MINUTES`: the spans add up (in milliseconds).
         total = sum(amount * pattern.TIME_UNITS_MS[unit] for amount, unit in parts)
         if isinstance(total, float) and total.is_integer():
             total = int(total)
-        return pattern.Window(pattern.WindowKind.TIME, total, unit="MILLISECONDS", span=_span(meta))
+        return pattern.Window(
+            pattern.WindowKind.TIME, total, unit="MILLISECONDS", span=span_of(meta)
+        )
 
     def within_attr(self, meta: Meta, children: list[Any]) -> pattern.Window:
         amount, attr = children[1].value, children[2].value
-        return pattern.Window(pattern.WindowKind.ATTRIBUTE, amount, attr=attr, span=_span(meta))
+        return pattern.Window(pattern.WindowKind.ATTRIBUTE, amount, attr=attr, span=span_of(meta))
 
     def consume(self, meta: Meta, children: list[Token]) -> pattern.Consume:
         return pattern.Consume[children[2].type]
@@ -194,25 +175,25 @@ class _ToAst(Transformer[Token, Any]):
     # ---- CEL formulas
 
     def event_type(self, meta: Meta, children: list[Token]) -> pattern.EventType:
-        return pattern.EventType(children[0].value, _tspan(children[0]))
+        return pattern.EventType(children[0].value, token_span(children[0]))
 
     def as_(self, meta: Meta, children: list[Any]) -> pattern.As:
         formula, _as, var = children
-        return pattern.As(formula, var.value, _tspan(var))
+        return pattern.As(formula, var.value, token_span(var))
 
     def plus(self, meta: Meta, children: list[Any]) -> pattern.Plus:
-        return pattern.Plus(children[0], _span(meta))
+        return pattern.Plus(children[0], span_of(meta))
 
     def seq(self, meta: Meta, children: list[Any]) -> pattern.Seq:
-        return pattern.Seq(children[0], children[1], _span(meta))
+        return pattern.Seq(children[0], children[1], span_of(meta))
 
     def not_event(self, meta: Meta, children: list[Any]) -> pattern.NotEvent:
         _not, (etype, pred) = children
-        return pattern.NotEvent(etype, pred, _span(meta))
+        return pattern.NotEvent(etype, pred, span_of(meta))
 
     def absent(self, meta: Meta, children: list[Any]) -> pattern.Absent:
         left, _bang, (etype, pred), right = children
-        return pattern.Absent(left, etype, pred, right, _span(meta))
+        return pattern.Absent(left, etype, pred, right, span_of(meta))
 
     def negated_type(self, meta: Meta, children: list[Token]) -> tuple[str, None]:
         return children[0].value, None
@@ -241,24 +222,24 @@ class _ToAst(Transformer[Token, Any]):
         return pattern.POr(left, right, filter_.span)
 
     def cseq(self, meta: Meta, children: list[Any]) -> pattern.Contiguous:
-        return pattern.Contiguous(children[0], children[1], _span(meta))
+        return pattern.Contiguous(children[0], children[1], span_of(meta))
 
     def cplus(self, meta: Meta, children: list[Any]) -> pattern.ContiguousPlus:
-        return pattern.ContiguousPlus(children[0], _span(meta))
+        return pattern.ContiguousPlus(children[0], span_of(meta))
 
     def or_(self, meta: Meta, children: list[Any]) -> pattern.Or:
-        return pattern.Or(children[0], children[2], _span(meta))
+        return pattern.Or(children[0], children[2], span_of(meta))
 
     def filtered(self, meta: Meta, children: list[Any]) -> pattern.Filter:
-        return pattern.Filter(children[0], children[2], _span(meta))
+        return pattern.Filter(children[0], children[2], span_of(meta))
 
     # ---- filters
 
     def filter_or(self, meta: Meta, children: list[Any]) -> pattern.FilterOr:
-        return pattern.FilterOr(children[0], children[2], _span(meta))
+        return pattern.FilterOr(children[0], children[2], span_of(meta))
 
     def filter_and(self, meta: Meta, children: list[Any]) -> pattern.FilterAnd:
-        return pattern.FilterAnd(children[0], children[2], _span(meta))
+        return pattern.FilterAnd(children[0], children[2], span_of(meta))
 
     def filter_atom(self, meta: Meta, children: list[Any]) -> pattern.FilterExpr:
         result: pattern.FilterExpr = children[1]  # FILTER_LPAR filter ")"
@@ -266,85 +247,9 @@ class _ToAst(Transformer[Token, Any]):
 
     def atom(self, meta: Meta, children: list[Any]) -> pattern.FilterAtom:
         var, pred = children
-        return pattern.FilterAtom(var.value, pred, _tspan(var))
+        return pattern.FilterAtom(var.value, pred, token_span(var))
 
     # ---- predicates
-
-    def p_or(self, meta: Meta, children: list[Any]) -> pattern.POr:
-        return pattern.POr(children[0], children[2], _span(meta))
-
-    def p_and(self, meta: Meta, children: list[Any]) -> pattern.PAnd:
-        return pattern.PAnd(children[0], children[2], _span(meta))
-
-    def p_not(self, meta: Meta, children: list[Any]) -> pattern.PNot:
-        return pattern.PNot(children[1], _span(meta))
-
-    def compare(self, meta: Meta, children: list[Any]) -> pattern.Compare:
-        left, op, right = children
-        return pattern.Compare(_COMPARISONS.get(op.value, op.value), left, right, _span(meta))
-
-    def in_list(self, meta: Meta, children: list[Any]) -> pattern.InList:
-        expr, negated, _in, *values = children
-        return pattern.InList(expr, tuple(values), negated is not None, _span(meta))
-
-    def in_range(self, meta: Meta, children: list[Any]) -> pattern.InRange:
-        expr, negated, _in, _range, low, high = children
-        return pattern.InRange(expr, low, high, negated is not None, _span(meta))
-
-    def in_range_dots(self, meta: Meta, children: list[Any]) -> pattern.InRange:
-        expr, negated, _in, low, _dots, high = children
-        return pattern.InRange(expr, low, high, negated is not None, _span(meta))
-
-    def in_from(self, meta: Meta, children: list[Any]) -> pattern.Pred:
-        expr, negated, _in, low, _dots = children
-        return _negated(pattern.Compare(">=", expr, low, _span(meta)), negated)
-
-    def in_upto(self, meta: Meta, children: list[Any]) -> pattern.Pred:
-        expr, negated, _in, _dots, high = children
-        return _negated(pattern.Compare("<=", expr, high, _span(meta)), negated)
-
-    def like(self, meta: Meta, children: list[Any]) -> pattern.Like:
-        expr, negated, _like, regex = children
-        return pattern.Like(expr, _unquote(regex.value), negated is not None, _span(meta))
-
-    def bool_pred(self, meta: Meta, children: list[pattern.Const]) -> pattern.BoolLit:
-        return pattern.BoolLit(bool(children[0].value), _span(meta))
-
-    # ---- value expressions and literals
-
-    def arith(self, meta: Meta, children: list[Any]) -> pattern.Arith:
-        left, op, right = children
-        return pattern.Arith(op.value, left, right, _span(meta))
-
-    def neg(self, meta: Meta, children: list[Any]) -> pattern.Expr:
-        operand = children[1]
-        if isinstance(operand, pattern.Const) and not isinstance(operand.value, str | bool):
-            return pattern.Const(-operand.value, _span(meta))  # `-5` is a literal
-        return pattern.Neg(operand, _span(meta))
-
-    def attr(self, meta: Meta, children: list[Token]) -> pattern.Attr:
-        return pattern.Attr(children[0].value, _tspan(children[0]))
-
-    def string(self, meta: Meta, children: list[Token]) -> pattern.Const:
-        return pattern.Const(_unquote(children[0].value), _tspan(children[0]))
-
-    def number(self, meta: Meta, children: list[Token]) -> pattern.Const:
-        tok = children[0]
-        value = int(tok.value) if tok.type == "INT" else float(tok.value)
-        return pattern.Const(value, _tspan(tok))
-
-    def boolean(self, meta: Meta, children: list[Token]) -> pattern.Const:
-        return pattern.Const(children[0].type == "TRUE", _tspan(children[0]))
-
-    def number_lit(self, meta: Meta, children: list[Any]) -> pattern.Const:
-        minus, number = children
-        return pattern.Const(-number.value, _span(meta)) if minus is not None else number
-
-    def string_lit(self, meta: Meta, children: list[Any]) -> pattern.Const:
-        return self.string(meta, children)
-
-    def bool_lit(self, meta: Meta, children: list[pattern.Const]) -> pattern.Const:
-        return children[0]
 
     def _error(self, message: str, tok: Token, expected: str) -> CEQLError:
         return CEQLError(
@@ -359,9 +264,49 @@ class _ToAst(Transformer[Token, Any]):
 
 # ---------------------------------------------------------------- API
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+# Nesting of the parse tree (parentheses, chained operators, stacked FILTERs) beyond
+# which a query is refused: every later stage walks the tree recursively, and a query
+# text, which anyone with access to the registry can write, must not be able to
+# exhaust the interpreter's stack. Real queries stay far below.
+MAX_DEPTH = 200
+
+
+def _check_depth(tree: Tree, text: str) -> None:
+    """``CEQLError`` at the first node nested deeper than ``MAX_DEPTH``."""
+    stack: list[tuple[Tree, int]] = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            meta = node.meta
+            line = 1 if meta.empty else meta.line
+            column = 1 if meta.empty else meta.column
+            raise CEQLError(
+                f"query nested too deeply (more than {MAX_DEPTH} levels of parentheses, "
+                "chained operators or FILTERs)",
+                line=line,
+                column=column,
+                source=text,
+                expected="a flatter query",
+            )
+        stack.extend((child, depth + 1) for child in node.children if isinstance(child, Tree))
+
 
 def parse(text: str) -> pattern.Pattern:
     """Parse a CEQL query; raise ``CEQLError`` (with position and expectation) if malformed."""
+    surrogate = _SURROGATE.search(text)
+    if surrogate is not None:
+        # Only a Python caller can pass one (files and JSON decode to valid Unicode), but
+        # the query text is hashed and printed as UTF-8 later on.
+        before = text[: surrogate.start()]
+        raise CEQLError(
+            "not valid Unicode: a lone surrogate",
+            line=before.count("\n") + 1,
+            column=surrogate.start() - (before.rfind("\n") + 1) + 1,
+            source=text,
+            expected="text that is valid Unicode",
+        )
     try:
         tree = _PARSER.parse(text)
     except Malformed as exc:
@@ -378,6 +323,7 @@ def parse(text: str) -> pattern.Pattern:
         raise unexpected_token(_PARSER, exc, text) from None
     except UnexpectedCharacters as exc:
         raise unexpected_character(_PARSER, exc, text) from None
+    _check_depth(tree, text)
     try:
         query: pattern.Pattern = _ToAst(text).transform(tree)
     except VisitError as exc:

@@ -27,6 +27,7 @@ PROG = "cerfleet"
 # Order is the order in ``cerfleet --help``.
 COMMAND_MODULES: tuple[str, ...] = (
     "cerfleet.cli.run",
+    "cerfleet.cli.explain",
     "cerfleet.workers.cli",
     "cerfleet.coordinator.cli",
     "cerfleet.fleet.cli",

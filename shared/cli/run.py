@@ -53,7 +53,21 @@ def register(subparsers: Any) -> None:
         "--strict", action="store_true", help="stop with exit code 2 at the first malformed line"
     )
     parser.add_argument("--quiet", action="store_true", help="do not print the final summary")
+    parser.add_argument(
+        "--max-outputs-per-event",
+        type=_positive,
+        metavar="N",
+        help="print at most N complex events per event and report on stderr each event "
+        "whose output was cut (default: unlimited)",
+    )
     parser.set_defaults(handler=run)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _error(message: str) -> None:
@@ -93,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
 
     evaluator = compiled.evaluator()
+    evaluator.max_outputs = args.max_outputs_per_event
     out = _binary(sys.stdout)
     events = complex_events = malformed = 0
     try:
@@ -119,9 +134,10 @@ def run(args: argparse.Namespace) -> int:
     out.flush()
     if not args.quiet:
         late = f", {evaluator.late} late events ignored" if evaluator.late else ""
+        cut = f", {evaluator.truncated} events truncated" if evaluator.truncated else ""
         _error(
             f"{events} events, {complex_events} complex events, "
-            f"{malformed} malformed lines skipped{late}"
+            f"{malformed} malformed lines skipped{late}{cut}"
         )
     return EXIT_OK
 

@@ -74,9 +74,16 @@ class QueryEvaluator:
         self.epochs: dict[Key, int] = {}  # the epoch each substream last restarted in
         self.late = 0
         self.last_late = False
-        # The rows of the last ``process_columns`` batch that were late, in no order.
-        self.late_rows: list[int] = []
+        self.late_rows: list[int] = []  # late rows of the last columnar batch, unordered
         self.unpartitioned = 0  # events lacking a PARTITION BY attribute
+        # The host's bound on the complex events one event may end (None: unbounded).
+        # Like LIMIT it stops the enumeration, so an event costs O(bound) whatever the
+        # query; unlike LIMIT, cutting is recorded: ``truncated`` counts the events cut,
+        # ``truncated_ends`` holds their positions until the caller clears it. A setting,
+        # not state: snapshots neither hold nor restore it.
+        self.max_outputs: int | None = None
+        self.truncated = 0
+        self.truncated_ends: list[int] = []
 
     def process(self, event: Mapping[str, Any], position: int | None = None) -> list[ComplexEvent]:
         """Process one event; return the complex events ending at it.
@@ -192,11 +199,9 @@ class QueryEvaluator:
         lines: Sequence[int] | None = None,
         on_malformed: Callable[[int, str], None] | None = None,
     ) -> list[ComplexEvent]:
-        """Process raw JSON records (lines of a JSON Lines file, values of a Kafka batch):
-        only the attributes the query reads are decoded, straight into columns, and the
-        complex events hold events that keep their bytes (``events.raw_event``). A
-        record that is not an event takes no position and is reported to
-        ``on_malformed(line, reason)``, ``lines`` numbering the records (default 1, 2…)."""
+        """Process raw JSON records (file lines, Kafka values): the attributes the query
+        reads are decoded straight into columns; events keep their bytes. A record that
+        is not an event takes no position and goes to ``on_malformed(line, reason)``."""
         batch = self.query.json_decoder.decode(records, lines)
         if on_malformed is not None:
             for line, reason in batch.problems:
@@ -374,9 +379,17 @@ class QueryEvaluator:
         self, finals: list[Node], tau: float, j: int, key: Key | None
     ) -> list[ComplexEvent]:
         limit = self.query.limit
+        cap = self.max_outputs
+        if cap is not None and limit is not None and limit <= cap:
+            cap = None  # LIMIT stops first: nothing the query asked for is lost
         out: list[ComplexEvent] = []
         for node in finals:
             for start, positions, events in enumerate_node(node, tau):
+                if cap is not None and len(out) >= cap:
+                    # One more complex event exists: the bound cut this event's output.
+                    self.truncated += 1
+                    self.truncated_ends.append(j)
+                    return out
                 out.append(ComplexEvent(start, j, positions, key, events))
                 if limit is not None and len(out) >= limit:
                     return out

@@ -58,6 +58,8 @@ def loads(raw: bytes | str) -> Any:
         raise BadRecord(f"not valid JSON: {err.msg} (column {err.colno})") from None
     except RecursionError:
         raise BadRecord("not valid JSON: nested too deeply") from None
+    except ValueError as err:  # an integer beyond Python's 4300-digit conversion limit
+        raise BadRecord(f"not valid JSON: {err}") from None
 
 
 def parse_jsonl(lines: Iterable[bytes | str], type_field: str) -> Iterator[tuple[int, Parsed]]:

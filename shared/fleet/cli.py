@@ -65,6 +65,13 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--type-field", default="type", help="attribute holding the event type")
     p.add_argument("--time-field", default="timestamp", help="attribute holding the event time")
+    p.add_argument(
+        "--allow-unbounded",
+        action="store_true",
+        help="register a query whose complex events per event can grow exponentially (an "
+        "iteration + without WITHIN or LIMIT under ALL; see cerfleet explain); workers cut "
+        "each event's output at their max_outputs_per_event",
+    )
     add_fleet_options(p)
     p.set_defaults(handler=_submit)
 
@@ -150,6 +157,7 @@ def _client_settings(args: argparse.Namespace, **extra: Any) -> FleetSettings:
 def _submit(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
+    from cerfleet.bounds import unbounded_output
     from cerfleet.fleet.registry import QuerySpec, write
     from cerfleet.fleet.service import validation_problems
     from cerfleet.fleet.topics import ensure_topics
@@ -171,7 +179,13 @@ def _submit(args: argparse.Namespace) -> int:
         )
     except ValidationError as exc:
         raise CerfleetError(f"cannot register {args.name!r}: {validation_problems(exc)}") from exc
-    spec.compile()  # CEQLError / CerfleetError: reported by main, nothing registered
+    compiled = spec.compile()  # CEQLError / CerfleetError: reported by main, nothing registered
+    unbounded = unbounded_output(compiled.pattern)
+    if unbounded is not None and not args.allow_unbounded:
+        raise CerfleetError(
+            f"cannot register {spec.name!r}: {unbounded}; add WITHIN or LIMIT, or pass "
+            "--allow-unbounded"
+        )
     client = settings.client_config()
     # Created here rather than left to the first worker with an output to publish, so
     # the count asked for applies. An existing topic with another count is reported

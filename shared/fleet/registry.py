@@ -34,6 +34,9 @@ from cerfleet.query import CompiledQuery, compile_query
 log = logging.getLogger(__name__)
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$"
+# Whoever can write to the registry runs its queries on every worker: query texts are
+# bounded here, their nesting by the CEQL parser and their automata by the compiler.
+MAX_QUERY_CHARS = 65_536
 
 # Applied when the topic is created here. A broker's defaults would delete the
 # queries after a week (log.retention.hours) or once the topic outgrew a
@@ -55,7 +58,7 @@ class QuerySpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = Field(pattern=NAME_PATTERN)
-    ceql: str
+    ceql: str = Field(max_length=MAX_QUERY_CHARS)
     input_topics: tuple[str, ...] = Field(min_length=1)
     output_topic: str = Field(min_length=1)
     type_field: str = "type"
@@ -109,9 +112,14 @@ class RegistryHistory:
                 entry = Registered(spec, offset, spec.compile())
             except (orjson.JSONDecodeError, ValidationError, CerfleetError) as exc:
                 # Never fatal: a record that no longer compiles (say, after an upgrade)
-                # only removes its query, and is reported.
+                # or is over a limit only removes its query, and is reported.
                 self.errors += 1
                 log.error("registry record %d (%s) ignored: %s", offset, name, exc)
+            except Exception:
+                # Anyone who can write to the registry can write this record: a bug it
+                # triggers in the compiler must not stop every process reading it.
+                self.errors += 1
+                log.exception("registry record %d (%s) ignored: compiler failure", offset, name)
         if entry is not None:
             self._by_version[offset] = entry
         self._history.append((offset, name, entry))

@@ -22,6 +22,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from cerfleet.fleet.records import RecordLimits
+
 _CONFIG_FILE: ContextVar[Path | None] = ContextVar("cerfleet_config_file", default=None)
 
 S = TypeVar("S", bound="FleetSettings")
@@ -48,6 +50,11 @@ class FleetSettings(BaseSettings):
     # broker to answer before it gives up with one line: an unreachable broker is a
     # user mistake worth reporting, not a reason to hang.
     timeout: float = Field(10.0, gt=0)
+    # Input records over either limit become dead letters (too_large, too_deep) at the
+    # coordinator and the workers alike. Raising max_event_bytes past about 1 MB needs
+    # message.max.bytes raised on the brokers and the clients (-X message.max.bytes=...).
+    max_event_bytes: int = Field(512 * 1024, ge=1)
+    max_event_depth: int = Field(64, ge=1, le=200)
     metrics_port: int | None = None
     metrics_host: str = "0.0.0.0"
     log_level: str = "INFO"
@@ -78,6 +85,9 @@ class FleetSettings(BaseSettings):
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
         return tuple(sources)
 
+    def record_limits(self) -> RecordLimits:
+        return RecordLimits(self.max_event_bytes, self.max_event_depth)
+
     def client_config(self) -> dict[str, str]:
         """librdkafka settings common to every client of this process."""
         return {"bootstrap.servers": self.bootstrap_servers, **self.kafka}
@@ -103,6 +113,14 @@ class WorkerSettings(FleetSettings):
     batch_size: int = Field(10_000, ge=1)
     transactions: bool = False
     registry_wait: float = Field(30.0, gt=0)
+    # Complex events one event may make one query emit: enumeration stops there (a
+    # Kleene query without a window has 2ⁿ ending at its n-th event). Every worker of
+    # a group must use the same value: outputs are numbered for exactly-once replay.
+    max_outputs_per_event: int = Field(10_000, ge=1)
+
+    def partition_limits(self) -> tuple[int, RecordLimits]:
+        """What each keyed partition's state is bounded by (see ``PartitionState``)."""
+        return self.max_outputs_per_event, self.record_limits()
 
 
 def load_settings(cls: type[S], config_file: str | Path | None, flags: dict[str, Any]) -> S:

@@ -1,8 +1,9 @@
 """Hypothesis strategies for random CEQL queries and event streams.
 
 Queries are over event types A, B, C (and D, which streams never contain),
-variables u, v, w and integer attributes x, y in 0..3 (z is never present).
-Streams carry x, y, a partition attribute k in 0..1 and a mostly
+variables u, v, w, integer attributes x, y in 0..3 (z is never present) and a
+string attribute s over "ab" that LIKE patterns (``like_patterns``) test.
+Streams carry x, y, s, a partition attribute k in 0..1 and a mostly
 non-decreasing clock t; attributes are sometimes missing or None.
 
 Formulas are kept small (at most ``max_size`` CEL nodes, ``+`` nested at most
@@ -31,6 +32,7 @@ ABSENT_TYPE = "D"  # in queries, never in streams
 VARIABLES = ("u", "v", "w")
 ATTRIBUTES = ("x", "y")
 MISSING_ATTRIBUTE = "z"  # in predicates, never in events
+STRING_ATTRIBUTE = "s"
 PARTITION_ATTRIBUTE = "k"
 TIME_FIELD = "t"
 
@@ -40,6 +42,7 @@ __all__ = [
     "TIME_FIELD",
     "event_types",
     "formulas",
+    "like_patterns",
     "predicates",
     "queries",
     "streams",
@@ -71,6 +74,28 @@ def _expressions() -> st.SearchStrategy[pattern.Expr]:
     return st.one_of(_attributes(), _attributes(), _attributes(), arith)
 
 
+# LIKE's syntax is RE2's, the oracle's is Python's re: patterns are drawn from the
+# part where both agree on the whole-value matches (no anchors, no \d or \b, whose
+# Unicode meanings differ, nothing RE2 refuses).
+_LIKE_ATOMS = st.sampled_from(("a", "b", "ab", ".", "[ab]", "[^a]", "a?"))
+_LIKE_QUANTIFIERS = st.sampled_from(("*", "+", "?", "{1,2}", "*?", "{2}"))
+
+
+@cache
+def like_patterns() -> st.SearchStrategy[str]:
+    """Small regular expressions over "ab": concatenation, |, groups, quantifiers."""
+    return st.recursive(
+        _LIKE_ATOMS,
+        lambda sub: st.one_of(
+            st.tuples(sub, sub).map("".join),
+            st.tuples(sub, sub).map("|".join),
+            st.tuples(sub, _LIKE_QUANTIFIERS).map(lambda t: f"(?:{t[0]}){t[1]}"),
+            sub.map(lambda p: f"({p})"),
+        ),
+        max_leaves=4,
+    )
+
+
 def _atomic_predicates() -> st.SearchStrategy[pattern.Pred]:
     compare_const = st.builds(
         pattern.Compare,
@@ -93,6 +118,13 @@ def _atomic_predicates() -> st.SearchStrategy[pattern.Pred]:
     in_range = st.builds(
         pattern.InRange, expr=_attributes(), low=_consts(), high=_consts(), negated=st.booleans()
     )
+    like = st.builds(
+        pattern.Like,
+        # x: LIKE on a number is false, as on a missing value.
+        st.sampled_from((STRING_ATTRIBUTE, STRING_ATTRIBUTE, "x")).map(pattern.Attr),
+        like_patterns(),
+        st.booleans(),
+    )
     return st.one_of(
         compare_const,
         compare_const,
@@ -100,6 +132,7 @@ def _atomic_predicates() -> st.SearchStrategy[pattern.Pred]:
         compare_attrs,
         in_list,
         in_range,
+        like,
         st.builds(pattern.BoolLit, st.booleans()),
     )
 
@@ -344,12 +377,17 @@ def queries(
 
 
 _STREAM_TYPES = ("A", "A", "B", "B", "C")
-_EVENT_ATTRIBUTES = (("x", _SMALL), ("y", _SMALL), ("k", st.integers(0, 1)))
+_EVENT_ATTRIBUTES = (
+    ("x", _SMALL),
+    ("y", _SMALL),
+    (STRING_ATTRIBUTE, st.text(alphabet="ab", max_size=3)),
+    ("k", st.integers(0, 1)),
+)
 _ROLL = st.integers(0, 19)
 
 
 def _event(draw: st.DrawFn, types: st.SearchStrategy[str], clock: int | None) -> dict[str, Any]:
-    """One event with clock t = ``clock`` (no t when None); each of x, y, k is
+    """One event with clock t = ``clock`` (no t when None); each of x, y, s, k is
     occasionally None or missing altogether."""
     event: dict[str, Any] = {"type": draw(types)}
     for name, values in _EVENT_ATTRIBUTES:

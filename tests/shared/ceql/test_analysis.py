@@ -148,9 +148,28 @@ def test_invalid_regex() -> None:
     text = "SELECT * FROM S WHERE A FILTER A[name LIKE '(unclosed']"
     err = _error(text)
     assert err.message.startswith("invalid regular expression after LIKE")
-    assert err.expected == "a regular expression that Python's re module accepts"
-    _assert_points_at(err, text, "name LIKE '(unclosed'")
+    assert err.message.endswith("missing ): (unclosed")
+    assert err.expected is not None and err.expected.startswith("a regular expression in RE2")
+    # The caret goes under the part RE2 names, when it occurs once in the LIKE.
+    _assert_points_at(err, text, "(unclosed")
     parse_and_check(r"SELECT * FROM S WHERE A FILTER A[name LIKE 'MS\w+']")
+
+
+@pytest.mark.parametrize(
+    ("regex", "culprit", "reason"),
+    [
+        (r"(a)\\1", r"\1", "backreference"),
+        ("(?<=x)y", "(?<=", "look-behind"),
+        ("x(?!y)", "(?!", "look-ahead"),
+        ("(a)(a)(a", "(a)(a)(a", "missing )"),  # RE2 names the whole pattern
+        ("(x)|(x", "(x)|(x", "missing )"),
+    ],
+)
+def test_regex_outside_linear_time_syntax(regex: str, culprit: str, reason: str) -> None:
+    text = f"SELECT * FROM S WHERE A FILTER A[name LIKE '{regex}']"
+    err = _error(text)
+    assert reason in err.message
+    _assert_points_at(err, text, culprit)
 
 
 def test_check_accepts_hand_built_queries_without_spans() -> None:

@@ -20,13 +20,20 @@ ALL_CONSUMES = tuple(pattern.Consume)
 
 
 def to_columns(events: list[dict[str, Any]]) -> dict[str, np.ndarray]:
-    """Numbers as float columns with NaN for missing or null, types as a str column."""
+    """Numbers as float columns with NaN for missing or null, types as a str column;
+    strings as a str column when every event has one, else an object column (None:
+    missing)."""
     n = len(events)
     names = {k for e in events for k in e} - {"type"}
     cols: dict[str, np.ndarray] = {"type": np.array([e["type"] for e in events], dtype=str)}
     for name in sorted(names):
         values = [e.get(name) for e in events]
-        cols[name] = np.array([np.nan if v is None else float(v) for v in values], dtype=float)
+        if all(isinstance(v, str) for v in values):
+            cols[name] = np.array(values, dtype=str)
+        elif any(isinstance(v, str) for v in values):
+            cols[name] = np.array(values, dtype=object)
+        else:
+            cols[name] = np.array([np.nan if v is None else float(v) for v in values])
     if n == 0:
         cols["type"] = np.array([], dtype=str)
     return cols

@@ -1,0 +1,102 @@
+"""``cerfleet explain QUERY``: what a query compiles to and what it can cost.
+
+Prints the automaton's size, the filter predicates its transitions test, the
+event types, PARTITION BY keys, window, strategy, consumption and LIMIT, and
+whether the complex events ending at one event can grow exponentially (see
+``cerfleet.bounds``), the one thing ``cerfleet submit`` refuses by default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cerfleet.errors import CEQLError
+
+if TYPE_CHECKING:
+    from cerfleet import pattern
+    from cerfleet.query import CompiledQuery
+
+__all__ = ["register"]
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "explain",
+        help="show a query's automaton, predicates and output bounds",
+        description="Compile the CEQL query in QUERY and describe it: automaton size, "
+        "predicates, PARTITION BY keys, window, strategy, and whether one event's "
+        "complex events can grow exponentially.",
+    )
+    parser.add_argument("query", metavar="QUERY", help="file holding the CEQL query")
+    parser.add_argument("--type-field", default="type", help="attribute holding the event type")
+    parser.add_argument(
+        "--time-field", default="timestamp", help="attribute holding the event time"
+    )
+    parser.set_defaults(handler=explain)
+
+
+def explain(args: argparse.Namespace) -> int:
+    from cerfleet.query import compile_query
+
+    try:
+        text = Path(args.query).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        print(f"{args.query}: cannot read query file: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        compiled = compile_query(text, type_field=args.type_field, time_field=args.time_field)
+    except CEQLError as err:
+        print(f"{args.query}: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    for line in describe(compiled):
+        print(line)
+    return EXIT_OK
+
+
+def describe(compiled: CompiledQuery) -> list[str]:
+    """The lines ``explain`` prints."""
+    from cerfleet import pattern
+    from cerfleet.bounds import automaton_size, iterations, unbounded_output
+    from cerfleet.ceql.printer import format_predicate
+
+    form = compiled.pattern
+    lines = [f"automaton: {automaton_size(compiled)}"]
+    preds = compiled.atom_predicates
+    lines.append(f"predicates: {len(preds)}")
+    lines += [f"  [{i}] {format_predicate(p)}" for i, p in enumerate(preds)]
+    lines.append(f"event types: {', '.join(sorted(compiled.cea.event_types())) or '(none)'}")
+    lines.append(f"partition by: {', '.join(form.partition_by) or '(none)'}")
+    lines.append(f"window: {_window(form.within)}")
+    lines.append(f"strategy: {form.strategy.value}")
+    lines.append(f"consume by: {form.consume.value}")
+    lines.append(f"limit: {form.limit if form.limit is not None else '(none)'}")
+    reason = unbounded_output(form)
+    if reason is not None:
+        lines.append(f"output per event: CAN GROW EXPONENTIALLY: {reason}")
+    elif (
+        form.strategy is pattern.Strategy.ALL
+        and form.limit is None
+        and next(iterations(form.where), None) is not None
+    ):
+        lines.append(
+            "output per event: bounded by the window, but up to exponential in the "
+            "number of events it holds (an iteration '+' under ALL)"
+        )
+    else:
+        lines.append("output per event: bounded")
+    return lines
+
+
+def _window(window: pattern.Window | None) -> str:
+    if window is None:
+        return "(none)"
+    amount = f"{window.amount:g}" if isinstance(window.amount, float) else str(window.amount)
+    if window.attr is not None:
+        return f"{amount} [{window.attr}]"
+    return f"{amount} {window.unit or window.kind.value}"

@@ -1,0 +1,70 @@
+"""``cerfleet explain``: a query's automaton, predicates, options and output bound."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cerfleet.cli.main import main
+
+
+def explain(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    path = tmp_path / "q.ceql"
+    path.write_text(text, encoding="utf-8")
+    assert main(["explain", str(path)]) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+def test_everything_about_an_unbounded_query(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = explain(
+        tmp_path,
+        "SELECT * FROM S\nWHERE (A ; B+) FILTER A[name LIKE 'x.*'] AND B[price > 3]\n"
+        "PARTITION BY [name], [region]",
+        capsys,
+    )
+    assert out[0] == "automaton: 4 states, 7 transitions, 2 atoms"
+    assert out[1:4] == ["predicates: 2", "  [0] name LIKE 'x.*'", "  [1] price > 3"]
+    assert out[4:10] == [
+        "event types: A, B",
+        "partition by: name, region",
+        "window: (none)",
+        "strategy: ALL",
+        "consume by: NONE",
+        "limit: (none)",
+    ]
+    assert out[10].startswith(
+        "output per event: CAN GROW EXPONENTIALLY: an iteration '+' (line 2, column 12) "
+        "without WITHIN or LIMIT under the ALL strategy"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "window", "bound"),
+    [
+        ("SELECT * FROM S WHERE A ; B", "(none)", "bounded"),
+        ("SELECT * FROM S WHERE A ; B+ WITHIN 5 EVENTS", "5 EVENTS", "bounded by the window"),
+        ("SELECT * FROM S WHERE A+ WITHIN 2.5 SECONDS", "2.5 SECONDS", "bounded by the window"),
+        ("SELECT * FROM S WHERE A+ WITHIN 30 [ts]", "30 [ts]", "bounded by the window"),
+        ("SELECT * FROM S WHERE A+ LIMIT 3", "(none)", "bounded"),
+        ("SELECT MAX * FROM S WHERE A+", "(none)", "bounded"),
+    ],
+)
+def test_bounded_queries(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, window: str, bound: str
+) -> None:
+    out = explain(tmp_path, text, capsys)
+    assert f"window: {window}" in out
+    assert out[-1].startswith(f"output per event: {bound}")
+
+
+def test_a_broken_query_exits_2_with_its_position(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "q.ceql"
+    path.write_text("SELECT * FROM S WHERE A FILTER A[name LIKE '(x)\\\\1']", encoding="utf-8")
+    assert main(["explain", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "line 1, column" in err and "backreference" in err
