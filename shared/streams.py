@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
+from cerfleet.clock_check import ClockCheck
 from cerfleet.complex_event import ComplexEvent
 from cerfleet.evaluation.query_evaluator import QueryEvaluator
 from cerfleet.events.columns import columns_of
@@ -54,6 +55,8 @@ class Step:
     events: int = 0
     malformed: int = 0
     bytes_read: int | None = None
+    # The input's clocks so far (a time window over a field no event has finds nothing).
+    clocks: ClockCheck | None = None
 
 
 def steps(
@@ -76,6 +79,7 @@ def steps(
         yield from _csv_steps(query, evaluator, source, strict)
         return
     decoder = query.json_decoder
+    clocks = ClockCheck(query)
     for lines in line_batches(_reader(source), max_bytes=max_bytes):
         batch = decoder.decode(lines.lines, lines.numbers)
         stop: tuple[int, str] | None = None
@@ -87,8 +91,9 @@ def steps(
         found = evaluator.process_columns(batch.columns, events=batch.events)
         reports = [*batch.problems, *((batch.lines[r], LATE) for r in evaluator.late_rows)]
         reports += _cuts(evaluator, batch.lines, base)
+        reports += clocks.batch(batch.columns, batch.lines)
         reports.sort(key=lambda report: report[0])
-        yield Step(found, reports, len(batch), len(batch.problems), lines.bytes_read)
+        yield Step(found, reports, len(batch), len(batch.problems), lines.bytes_read, clocks)
         if stop is not None:
             raise MalformedEvent(*stop)
 
@@ -101,14 +106,17 @@ def _csv_steps(
     numbers: list[int] = []
     problems: list[tuple[int, str]] = []
 
+    clocks = ClockCheck(query)
+
     def flush() -> Step:
         columns = columns_of(rows, query.attributes)
         base = evaluator.position
         found = evaluator.process_columns(columns, events=rows)
         reports = [*problems, *((numbers[r], LATE) for r in evaluator.late_rows)]
         reports += _cuts(evaluator, numbers, base)
+        reports += clocks.batch(columns, numbers)
         reports.sort(key=lambda report: report[0])
-        step = Step(found, reports, len(rows), len(problems))
+        step = Step(found, reports, len(rows), len(problems), None, clocks)
         rows.clear()
         numbers.clear()
         problems.clear()

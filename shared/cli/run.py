@@ -8,7 +8,10 @@ else (malformed lines, errors, the final summary) goes to stderr.
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 import sys
+import time
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
@@ -110,16 +113,25 @@ def run(args: argparse.Namespace) -> int:
     evaluator.max_outputs = args.max_outputs_per_event
     out = _binary(sys.stdout)
     events = complex_events = malformed = 0
+    clocks = None
+    warned = False
+    progress = _Progress.for_input(source, quiet=args.quiet)
     try:
         for step in steps(compiled, evaluator, source, format=args.format, strict=args.strict):
             for line, reason in step.reports:
                 _error(f"{name}:{line}: {reason}")
+            clocks = step.clocks
+            if not warned and clocks is not None and (warning := clocks.warning()):
+                _error(warning)  # once, after the first batch with events
+                warned = True
             events += step.events
             malformed += step.malformed
             if step.complex_events:
                 out.write(json_lines(step.complex_events))
                 out.flush()
                 complex_events += len(step.complex_events)
+            if progress is not None:
+                progress.show(step.bytes_read, events, complex_events)
     except MalformedEvent as err:
         _error(f"{name}:{err.line}: {err.reason}" if err.source is None else str(err))
         return EXIT_USAGE
@@ -129,17 +141,64 @@ def run(args: argparse.Namespace) -> int:
         _error(f"{name}: read error: {_describe(err)}")
         return EXIT_USAGE
     finally:
+        if progress is not None:
+            progress.close()
         if source is not sys.stdin.buffer:
             source.close()
     out.flush()
     if not args.quiet:
         late = f", {evaluator.late} late events ignored" if evaluator.late else ""
         cut = f", {evaluator.truncated} events truncated" if evaluator.truncated else ""
+        if clocks is not None and clocks.unreadable:
+            cut += f", {clocks.unreadable} events without a readable clock"
+        if clocks is not None and clocks.warning() is not None and not warned:
+            _error(clocks.warning() or "")
         _error(
             f"{events} events, {complex_events} complex events, "
             f"{malformed} malformed lines skipped{late}{cut}"
         )
     return EXIT_OK
+
+
+class _Progress:
+    """One line on a terminal's stderr, redrawn at most every ``PERIOD`` seconds after a
+    batch (batches are 1 MiB, so it costs nothing per event): bytes read of the file's
+    size, events, events/s and complex events."""
+
+    PERIOD = 0.25
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.start = time.monotonic()
+        self.shown = 0.0
+
+    @classmethod
+    def for_input(cls, source: BinaryIO, *, quiet: bool) -> _Progress | None:
+        """A bar for a regular file read while stderr is a terminal, else None."""
+        if quiet or not sys.stderr.isatty():
+            return None
+        try:
+            info = os.fstat(source.fileno())
+        except (OSError, ValueError, AttributeError):
+            return None
+        return cls(info.st_size) if stat.S_ISREG(info.st_mode) and info.st_size else None
+
+    def show(self, read: int | None, events: int, complex_events: int) -> None:
+        now = time.monotonic()
+        if read is None or now - self.shown < self.PERIOD:
+            return
+        self.shown = now
+        rate = events / max(now - self.start, 1e-9)
+        sys.stderr.write(
+            f"\r{100 * read / self.total:5.1f}% of {self.total / 1e6:,.1f} MB, "
+            f"{events:,} events ({rate:,.0f}/s), {complex_events:,} complex events\x1b[K"
+        )
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\x1b[K")  # the summary line takes its place
+            sys.stderr.flush()
 
 
 class _TextSink:

@@ -441,3 +441,57 @@ def test_a_slow_writer_sees_each_complex_event_within_50_ms(tmp_path: Path) -> N
             proc.wait()
     delays.sort()
     assert delays[len(delays) // 2] < 0.05, delays
+
+
+def test_a_time_window_over_a_field_no_event_has_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    query = write(tmp_path, "q.ceql", "SELECT * FROM S WHERE A ; B WITHIN 5 SECONDS")
+    events = write(tmp_path, "e.jsonl", jsonl({"type": "A", "t": 1}, {"type": "B", "t": 2}))
+    assert main(["run", query, events]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == (
+        "warning: none of the 2 events so far has a time in 'timestamp', which the query's "
+        "WITHIN reads (set --time-field): no complex event can start or end"
+    )
+    assert main(["run", query, events, "--time-field", "t"]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_a_clock_value_that_is_no_time_is_reported_and_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    query = write(tmp_path, "q.ceql", "SELECT * FROM S WHERE A ; B WITHIN 5 SECONDS")
+    events = write(
+        tmp_path,
+        "e.jsonl",
+        jsonl({"type": "A", "timestamp": "yesterday"}, {"type": "B", "timestamp": 5}),
+    )
+    assert main(["run", query, events]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].endswith(
+        ":1: 'timestamp' is 'yesterday', not a time: the event has no clock for WITHIN "
+        "(it takes part only inside complex events)"
+    )
+    assert err[-1] == (
+        "2 events, 0 complex events, 0 malformed lines skipped, 1 events without a readable clock"
+    )
+
+
+def test_a_progress_line_on_a_terminal_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cerfleet.cli import run as run_module
+
+    query = write(tmp_path, "q.ceql", A_THEN_B)
+    events = write(tmp_path, "e.jsonl", jsonl({"type": "A"}, {"type": "B"}))
+    monkeypatch.setattr(run_module._Progress, "PERIOD", 0.0)
+    assert main(["run", query, events]) == 0
+    assert "%" not in capsys.readouterr().err  # stderr is no terminal here
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(["run", query, events]) == 0
+    err = capsys.readouterr().err
+    assert "\r100.0% of 0.0 MB, 2 events" in err and "1 complex events" in err
+    assert err.endswith("2 events, 1 complex events, 0 malformed lines skipped\n")
+    assert main(["run", query, events, "--quiet"]) == 0
+    assert "%" not in capsys.readouterr().err
