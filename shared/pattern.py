@@ -266,6 +266,16 @@ class ContiguousPlus:
 
 
 @dataclass(frozen=True)
+class AnyEvent:
+    """One event of any type, bound to ``var`` (what a MATCH_RECOGNIZE pattern
+    variable is: a row, whatever its type field says; ``Filter`` adds its DEFINE).
+    Unlike ``EventType``, the event's type is never read."""
+
+    var: str
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
 class Filter:
     """``φ FILTER θ``."""
 
@@ -274,7 +284,7 @@ class Filter:
     span: Span | None = _span()
 
 
-Formula = EventType | As | Seq | Or | Plus | Filter | Contiguous | ContiguousPlus
+Formula = EventType | As | Seq | Or | Plus | Filter | Contiguous | ContiguousPlus | AnyEvent
 
 # ------------------------------------------------------------------------ clauses
 

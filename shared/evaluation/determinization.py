@@ -39,8 +39,10 @@ class DetCEA:
         # Atoms that can matter for an event of each type: those on its transitions.
         relevant: list[list[int]] = [[] for _ in range(self._radix)]
         for t in cea.transitions:
-            if t.guard.etype is not None:
-                bucket = relevant[self.type_index[t.guard.etype]]
+            # A type-free guard with atoms (``pattern.AnyEvent``) reads them for every type.
+            etype = t.guard.etype
+            for ti in range(self._radix) if etype is None else [self.type_index[etype]]:
+                bucket = relevant[ti]
                 bucket.extend(a for a in sorted(t.guard.atoms) if a not in bucket)
         self.atoms_by_type: list[list[int]] = relevant
         self._atoms_by_type: list[tuple[Predicate, ...]] = [
@@ -50,8 +52,12 @@ class DetCEA:
         # Per CEA state: (type index or -1 for TRUE, required atom mask, marking, target).
         self._out: dict[int, list[tuple[int, int, bool, int]]] = {q: [] for q in cea.states}
         for t in cea.transitions:
-            if t.guard.etype is None:
+            if t.guard.etype is None and not t.guard.atoms:
                 self._out[t.source].append((-1, 0, t.marking, t.target))
+            elif t.guard.etype is None:
+                for ti in range(self._radix):
+                    mask = sum(1 << local[ti][a] for a in t.guard.atoms)
+                    self._out[t.source].append((ti, mask, t.marking, t.target))
             else:
                 ti = self.type_index[t.guard.etype]
                 mask = sum(1 << local[ti][a] for a in t.guard.atoms)
