@@ -104,7 +104,7 @@ class _ToSyntax(Transformer[Token, s.Query]):
 
     def mr(self, meta: Meta, c: list[Any]) -> dict[str, Any]:
         partition, order, measures, rows, skip, regex, within, defines = c
-        out: dict[str, Any] = {"regex": regex, "defines": defines}
+        out: dict[str, Any] = {"regex": regex, "defines": defines or ()}
         if partition is not None:
             out["partition"] = partition
         if order is not None:

@@ -85,17 +85,17 @@ def lengths(regex: s.Regex) -> tuple[int, int | None]:
 
 
 def _variable_length(regex: s.Regex) -> s.Regex | None:
-    """The first construct that lets matches differ in length (None: fixed length)."""
-    if isinstance(regex, s.Var):
+    """The innermost construct that lets matches differ in length (None: fixed length)."""
+    low, high = lengths(regex)
+    if low == high:
         return None
-    if isinstance(regex, s.Quant):
-        inner = _variable_length(regex.body)
-        return inner if inner is not None else (regex if regex.low != regex.high else None)
-    for part in (regex.left, regex.right):
+    assert not isinstance(regex, s.Var)  # one row: fixed
+    parts = [regex.body] if isinstance(regex, s.Quant) else [regex.left, regex.right]
+    for part in parts:
         found = _variable_length(part)
         if found is not None:
             return found
-    return regex if isinstance(regex, s.Alt) else None
+    return regex
 
 
 class _Translator:
