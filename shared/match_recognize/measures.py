@@ -28,9 +28,12 @@ _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 def check_measures(query: s.Query, names: set[str]) -> None:
     """Reject MEASURES the output stage cannot compute (naming line and column)."""
     seen: set[str] = set()
+    columns = {c.attr for c in query.partition} if query.rows != "ALL" else set()
     for m in query.measures:
         if m.name in seen:
             query.fail(f"measure {m.name} is named twice", m.span)
+        if m.name in columns:
+            query.fail(f"measure {m.name} has the name of a PARTITION BY column", m.span)
         seen.add(m.name)
         _check(query, m.expr, names)
 

@@ -220,11 +220,14 @@ class _Translator:
         if r.high == 0:
             self.q.fail(f"quantifier {r.text} matches nothing", r.span)
         out: tuple[pattern.Formula | None, bool] = (None, True)
+        if r.high is None:
+            # X{n,} = X{n-1} X+ (X* for n = 0), X+ being ``:+``.
+            plus = None if body[0] is None else pattern.ContiguousPlus(body[0], span=r.span)
+            for _ in range(r.low - 1):
+                out = _cat(out, body)
+            return _cat(out, (plus, body[1] or r.low == 0))
         for _ in range(r.low):
             out = _cat(out, body)
-        if r.high is None:
-            plus = None if body[0] is None else pattern.ContiguousPlus(body[0], span=r.span)
-            return _cat(out, (plus, True))
         # ``X{0,k}`` right-nested, ``(X (X (X)?)?)?``: linear in k where a left chain of
         # ``X?`` would double at every step.
         tail: tuple[pattern.Formula | None, bool] = (None, True)

@@ -79,9 +79,7 @@ def _parses(r: Regex, ok: Callable[[str, int], bool], i: int, n: int) -> list[tu
     elif r[0] == "alt":
         out = _parses(r[1], ok, i, n) + _parses(r[2], ok, i, n)
     elif r[0] == "cat":
-        out = [
-            (k, x + y) for j, x in _parses(r[1], ok, i, n) for k, y in _parses(r[2], ok, j, n)
-        ]
+        out = [(k, x + y) for j, x in _parses(r[1], ok, i, n) for k, y in _parses(r[2], ok, j, n)]
     else:
         out = _iterations(r, ok, i, n, 0)
     return list(dict.fromkeys(out))
@@ -141,7 +139,9 @@ def _intervals(
 ) -> list[tuple[int, int]]:
     chars = [chr(0x100 + i) for i in range(len(sub))]
     classes = {
-        v: "".join(c for c, row in zip(chars, sub) if v not in defines or defines[v](row))
+        v: "".join(
+            c for c, row in zip(chars, sub, strict=True) if v not in defines or defines[v](row)
+        )
         for v in set(variables(regex))
     }
     compiled = re.compile(_python_re(regex, classes))
@@ -178,7 +178,7 @@ def measures(
     """``(name, function, variable, attribute)`` → value, over one match (or prefix)."""
     out: dict[str, Any] = {}
     for name, fn, var, attr in wanted:
-        picked = [row for row, lab in zip(rows, labels) if var is None or lab == var]
+        picked = [row for row, lab in zip(rows, labels, strict=True) if var is None or lab == var]
         values = [row[attr] for row in picked] if attr is not None else []
         if fn == "COUNT":
             out[name] = len(picked)

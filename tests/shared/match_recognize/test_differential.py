@@ -133,7 +133,9 @@ def query_text(case: dict[str, Any]) -> str:
         parts.append("ALL MATCHES")
     else:
         parts.append("ONE ROW PER MATCH" if case["rows_per"] == "ONE" else "ALL ROWS PER MATCH")
-        parts.append(f"AFTER MATCH SKIP {'PAST LAST ROW' if case['mode'] != 'NEXT ROW' else 'TO NEXT ROW'}")
+        parts.append(
+            f"AFTER MATCH SKIP {'PAST LAST ROW' if case['mode'] != 'NEXT ROW' else 'TO NEXT ROW'}"
+        )
     parts.append(f"PATTERN ({text_of(case['regex'])})")
     if case["window"] is not None:
         parts.append(f"WITHIN INTERVAL '{case['window']}' SECONDS")
@@ -165,7 +167,7 @@ def expected(case: dict[str, Any]) -> list[tuple[tuple[int, ...], list[dict[str,
                 objs.append({**row, **m, "k": number})
         else:
             m = oracle.measures(case["wanted"], rows, labels)
-            objs = [{**dict(zip(case["partition"], key)), **m, "k": number}]
+            objs = [{**dict(zip(case["partition"], key, strict=True)), **m, "k": number}]
         out.append((tuple(idx), objs))
     return out
 
