@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from cerfleet import pattern as p
@@ -109,3 +111,14 @@ def test_syntax_error_names_what_was_expected() -> None:
     err = _error("SELECT * FROM T MATCH_RECOGNIZE (\n  PATTERN (A B)\n  DEFINE A AS x > )")
     assert (err.line, err.column) == (3, 19)
     assert err.expected is not None and "a number" in err.expected
+
+
+def test_the_readme_example_compiles() -> None:
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## MATCH_RECOGNIZE") :]
+    example = section[
+        section.index("```sql") + 6 : section.index("```", section.index("```sql") + 6)
+    ]
+    form = parse_and_check(example)
+    assert form.partition_by == ("sym",)
+    assert form.consume is p.Consume.PARTITION
