@@ -80,14 +80,31 @@ def _conditions(draw: Any, var: str) -> tuple[str, Any]:
 
 
 @st.composite
-def cases(draw: Any) -> dict[str, Any]:
-    regex = draw(_regexes())
+def _fixed(draw: Any, length: int, depth: int = 0) -> oracle.Regex:
+    """A pattern whose matches all have ``length`` rows (alternatives of equal length,
+    ``{n}``): what SKIP PAST LAST ROW and TO NEXT ROW accept."""
+    choice = draw(st.integers(0, 2 if depth < 2 else 0))
+    if choice == 1:
+        return ("alt", draw(_fixed(length, depth + 1)), draw(_fixed(length, depth + 1)))
+    if choice == 2 and length > 1:
+        times = draw(st.sampled_from([n for n in (2, 3) if length % n == 0] or [1]))
+        return ("rep", draw(_fixed(length // times, depth + 1)), times, times)
+    out: oracle.Regex = ("var", draw(st.sampled_from(VARS)))
+    for _ in range(length - 1):
+        out = ("cat", out, ("var", draw(st.sampled_from(VARS))))
+    return out
+
+
+@st.composite
+def cases(draw: Any, fixed: bool = False) -> dict[str, Any]:
+    regex = draw(_fixed(draw(st.integers(1, 4))) if fixed else _regexes())
     used = sorted(set(oracle.variables(regex)))
     defines = {}
     for v in used:
         if draw(st.integers(0, 3)):  # an undefined variable now and then
             defines[v] = draw(_conditions(v))
-    mode = draw(st.sampled_from(["MATCHES", "PAST LAST ROW", "NEXT ROW"]))
+    modes = ["PAST LAST ROW", "NEXT ROW"] if fixed else ["MATCHES", "PAST LAST ROW", "NEXT ROW"]
+    mode = draw(st.sampled_from(modes))
     rows_per = "ONE" if mode == "MATCHES" else draw(st.sampled_from(["ONE", "ALL"]))
     n = draw(st.integers(0, 9))
     gaps = draw(st.lists(st.integers(0, 3000), min_size=n, max_size=n))
@@ -184,6 +201,16 @@ def _drop_numbers(found: list[Any]) -> list[Any]:
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_engine_matches_oracle(case: dict[str, Any]) -> None:
+    check(case)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(fixed=True))
+def test_skip_modes_on_fixed_length_patterns(case: dict[str, Any]) -> None:
+    check(case)
+
+
+def check(case: dict[str, Any]) -> None:
     text = query_text(case)
     low, high = oracle.span(case["regex"])
     rejected = low == 0 or (case["mode"] != "MATCHES" and low != high)
