@@ -4,14 +4,14 @@ ALL ROWS PER MATCH, ALL MATCHES), with the MEASURES.
 The engine's complex events carry their rows but not which variable each row was
 bound to. ``labels`` finds that by re-matching the rows against the row pattern
 (small: one match's rows), taking the standard's preferred assignment: alternatives
-left first, greedy quantifiers longest first (SQL:2016 §4.4 "preferment"), among
-those covering exactly the complex event's rows.
+left first, greedy quantifiers longest first (SQL:2016's "preferment"), among those
+covering exactly the complex event's rows.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from cerfleet.cea.predicates import Predicate
@@ -72,46 +72,86 @@ def _check(query: s.Query, e: s.Expr | s.Star, names: set[str]) -> None:
 # ---------------------------------------------------------------- labelling rows
 
 
-def _parses(
-    r: s.Regex, rows: Sequence[Row], i: int, cond: Callable[[str, Row], bool]
-) -> Iterator[tuple[int, tuple[str, ...]]]:
-    """Every way ``r`` matches rows from ``i`` on, in preference order: ``(end, labels)``."""
-    if isinstance(r, s.Var):
-        if i < len(rows) and cond(r.name, rows[i]):
-            yield i + 1, (r.name,)
-    elif isinstance(r, s.Alt):
-        yield from _parses(r.left, rows, i, cond)
-        yield from _parses(r.right, rows, i, cond)
-    elif isinstance(r, s.Cat):
-        for j, first in _parses(r.left, rows, i, cond):
-            for k, second in _parses(r.right, rows, j, cond):
-                yield k, first + second
-    else:
-        yield from _repeat(r, rows, i, cond, 0)
+class _Nfa:
+    """The row pattern as an ordered NFA: a state either reads one row for a variable
+    or moves, without reading, to its successors in preference order (alternatives
+    left first; a greedy quantifier's next iteration before leaving). Depth-first
+    search in that order meets the paths in the standard's preferment order.
+    Quantified groups never match zero rows (the compiler rejects them), so there is
+    no cycle that reads nothing."""
 
+    def __init__(self, regex: s.Regex) -> None:
+        self.moves: list[list[int]] = []
+        self.reads: list[tuple[str, int] | None] = []
+        self.final = self._state()
+        self.start = self._build(regex, self.final)
 
-def _repeat(
-    r: s.Quant, rows: Sequence[Row], i: int, cond: Callable[[str, Row], bool], done: int
-) -> Iterator[tuple[int, tuple[str, ...]]]:
-    # Greedy: one more iteration is preferred to stopping. An iteration matching no
-    # rows would repeat forever, and adds nothing: it is skipped.
-    if r.high is None or done < r.high:
-        for j, first in _parses(r.body, rows, i, cond):
-            if j == i:
-                continue
-            for k, rest in _repeat(r, rows, j, cond, done + 1):
-                yield k, first + rest
-    if done >= r.low:
-        yield i, ()
+    def _state(self) -> int:
+        self.moves.append([])
+        self.reads.append(None)
+        return len(self.moves) - 1
+
+    def _build(self, r: s.Regex, nxt: int) -> int:
+        if isinstance(r, s.Var):
+            q = self._state()
+            self.reads[q] = (r.name, nxt)
+            return q
+        if isinstance(r, s.Cat):
+            return self._build(r.left, self._build(r.right, nxt))
+        if isinstance(r, s.Alt):
+            q = self._state()
+            self.moves[q] = [self._build(r.left, nxt), self._build(r.right, nxt)]
+            return q
+        tail = nxt
+        if r.high is None:
+            tail = self._state()
+            self.moves[tail] = [self._build(r.body, tail), nxt]
+        else:
+            # X{0,k} as (X (X ...)?)?: each level one more iteration, or leave.
+            for _ in range(r.high - r.low):
+                q = self._state()
+                self.moves[q] = [self._build(r.body, tail), nxt]
+                tail = q
+        for _ in range(r.low):
+            tail = self._build(r.body, tail)
+        return tail
 
 
 def labels(
     regex: s.Regex, rows: Sequence[Row], cond: Callable[[str, Row], bool]
 ) -> tuple[str, ...]:
-    """The variable of each row under the preferred match covering exactly ``rows``."""
-    for end, found in _parses(regex, rows, 0, cond):
-        if end == len(rows):
-            return found
+    """The variable of each row under the preferred match covering exactly ``rows``:
+    the first path of ``_Nfa``'s depth-first search that reads every row. A state
+    and row already searched without success fail again (the rest of a path does not
+    depend on how it got there), so the search takes O(states × rows) steps."""
+    nfa = _Nfa(regex)
+    n = len(rows)
+    dead: set[tuple[int, int]] = set()
+    stack: list[list[int]] = [[nfa.start, 0, 0]]  # state, row, next choice
+    read: list[str | None] = []  # per frame above the first: the variable it read
+    while stack:
+        frame = stack[-1]
+        q, i, k = frame
+        if q == nfa.final and i == n:
+            return tuple(name for name in read if name is not None)
+        step = nfa.reads[q]
+        choices: list[tuple[int, int, str | None]]
+        if step is not None:
+            ok = i < n and cond(step[0], rows[i])
+            choices = [(step[1], i + 1, step[0])] if ok else []
+        else:
+            choices = [(t, i, None) for t in nfa.moves[q]]
+        if k < len(choices):
+            frame[2] += 1
+            target, j, name = choices[k]
+            if (target, j) not in dead:
+                stack.append([target, j, 0])
+                read.append(name)
+            continue
+        dead.add((q, i))
+        stack.pop()
+        if read:
+            read.pop()
     raise AssertionError("a complex event the row pattern does not match")
 
 

@@ -216,6 +216,12 @@ class _Translator:
             )
         if (r.high is not None and r.high > MAX_REPEAT) or r.low > MAX_REPEAT:
             self.q.fail(f"quantifier {r.text}: at most {MAX_REPEAT} repetitions", r.span)
+        if lengths(r.body)[0] == 0:
+            self.q.fail(
+                f"quantifier {r.text} applies to a group that can match zero rows, which is "
+                "not supported (the standard's empty iterations)",
+                r.span,
+            )
         body = self._regex(r.body)
         if r.high == 0:
             self.q.fail(f"quantifier {r.text} matches nothing", r.span)

@@ -95,6 +95,7 @@ def _error(text: str) -> MatchRecognizeError:
         ("", "A B", "DEFINE C AS price > 1", 3, 10, "C is not a variable"),
         ("", "A B", "DEFINE A AS price", 3, 15, "expected a condition"),
         ("MEASURES PREV(A.x) AS y", "A B", "", 1, 43, "PREV() is not supported"),
+        ("ALL MATCHES", "(A? B?)+ C", "", 2, 19, "can match zero rows"),
         ("MEASURES LAST(Z.x) AS y", "A B", "", 1, 48, "Z is not a variable"),
     ],
 )
