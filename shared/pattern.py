@@ -97,7 +97,17 @@ class Neg:
     span: Span | None = _span()
 
 
-Expr = Attr | Const | Arith | Neg
+@dataclass(frozen=True)
+class Prev:
+    """``PREV(attr, n)``: ``attr`` of the n-th previous event of the event's partition
+    substream (missing if none): a property of the stream, so still unary."""
+
+    attr: str
+    n: int = 1
+    span: Span | None = _span()
+
+
+Expr = Attr | Const | Arith | Neg | Prev
 
 # ---------------------------------------------------------------- unary predicates
 
@@ -267,9 +277,8 @@ class ContiguousPlus:
 
 @dataclass(frozen=True)
 class AnyEvent:
-    """One event of any type, bound to ``var`` (what a MATCH_RECOGNIZE pattern
-    variable is: a row, whatever its type field says; ``Filter`` adds its DEFINE).
-    Unlike ``EventType``, the event's type is never read."""
+    """One event of any type (its type is never read), bound to ``var``: a
+    MATCH_RECOGNIZE pattern variable, ``Filter`` adding its DEFINE."""
 
     var: str
     span: Span | None = _span()

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 from cerfleet.cea.vector_predicates import RowView
 from cerfleet.complex_event import ComplexEvent, KeyValue
 from cerfleet.evaluation.enumeration import enumerate_node
+from cerfleet.evaluation.lag import Lags, lag_groups
 from cerfleet.evaluation.partitioning import column_length, partition_groups
 from cerfleet.evaluation.relevance import NextRelevant, Relevance
 from cerfleet.evaluation.snapshot import dump
@@ -77,6 +78,7 @@ class QueryEvaluator:
         # The rows of the last ``process_columns`` batch that were late, in no order.
         self.late_rows: list[int] = []
         self.unpartitioned = 0  # events lacking a PARTITION BY attribute
+        self.lags = Lags(query.lags) if query.lags else None  # what PREV reads
 
     def process(self, event: Mapping[str, Any], position: int | None = None) -> list[ComplexEvent]:
         """Process one event; return the complex events ending at it.
@@ -108,7 +110,13 @@ class QueryEvaluator:
                 self.last_late = True
                 return []
         sub.clock += 1
-        return self._advance(sub, key, j, event, query.dcea.letter(event), clock)
+        lags = self.lags
+        if lags is None:
+            return self._advance(sub, key, j, event, query.dcea.letter(event), clock)
+        # The event keeps its lagged values: the output stage may judge it again.
+        seen = lags.view(key, event)
+        lags.push(key, [lags.own(event)])
+        return self._advance(sub, key, j, seen, query.dcea.letter(seen), clock)
 
     def process_batch(
         self, events: Iterable[Mapping[str, Any]], positions: Sequence[int] | None = None
@@ -161,12 +169,17 @@ class QueryEvaluator:
             clocks = self._clocks(columns, n, events)
             if clocks is None:
                 return self._rows(row, n, events, labels)
-        letters = self._letters(columns, n, events is not None, row)
+        exact_keys = events is not None and query.partitioned
+        if self.lags is None:
+            letters = self._letters(columns, n, events is not None, row)
+        else:
+            keyed = lag_groups(self, groups, clocks, row, exact_keys)
+            lagged, row = self.lags.batch(keyed, row, n)  # rows keep their lagged values
+            letters = self._letters({**columns, **lagged}, n, events is not None, row)
         base = self.position
         self.position = base + n if labels is None or not n else int(labels[-1]) + 1
         self.last_late = False
         # The key of a complex event is its end event's, as a Python value of that event.
-        exact_keys = events is not None and query.partitioned
         out: list[ComplexEvent] = []
         in_partitions = 0
         for group_key, idx in groups:

@@ -16,6 +16,7 @@ from typing import Any
 
 from cerfleet.cea.predicates import Predicate
 from cerfleet.complex_event import ComplexEvent
+from cerfleet.evaluation.lag import is_lag_name
 from cerfleet.match_recognize import syntax as s
 
 __all__ = ["MatchWriter", "check_measures", "labels"]
@@ -276,7 +277,7 @@ class MatchWriter:
             out = []
             for i, row in enumerate(events):
                 prefix = _Match(events[: i + 1], names[: i + 1], number)
-                obj = dict(row)
+                obj = {k: v for k, v in row.items() if not is_lag_name(k)}
                 obj.update((m.name, prefix.eval(m.expr)) for m in self.query.measures)
                 out.append(obj)
             return out

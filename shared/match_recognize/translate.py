@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from cerfleet import pattern
 from cerfleet.cea.predicates import compile_predicate
+from cerfleet.evaluation.lag import unary
 from cerfleet.match_recognize import syntax as s
 from cerfleet.match_recognize.measures import MatchWriter, check_measures
 from cerfleet.match_recognize.parser import parse
@@ -33,7 +34,6 @@ MAX_REPEAT = 32
 MAX_NODES = 20_000
 # Functions of the standard a DEFINE may not use yet, with why.
 _NOT_YET = {
-    "PREV": "PREV (the previous row) in DEFINE is not supported yet",
     "NEXT": "NEXT (the next row) in DEFINE is not supported yet",
     "FIRST": "FIRST in DEFINE is not supported yet (only the row's own attributes)",
     "LAST": "LAST in DEFINE is not supported yet (only the row's own attributes)",
@@ -58,7 +58,7 @@ def writer(text: str) -> MatchWriter:
     """The writer of ``languages.WRITERS``: the query's own output stage, judging rows
     with the very predicates the automaton evaluates."""
     query, _, defines = compile_text(text)
-    return MatchWriter(query, {v: compile_predicate(p) for v, p in defines.items()})
+    return MatchWriter(query, {v: compile_predicate(unary(p)) for v, p in defines.items()})
 
 
 def variables(regex: s.Regex) -> list[s.Var]:
@@ -260,6 +260,18 @@ class _Translator:
         self.q.fail("expected a condition (a comparison, AND, OR, NOT, TRUE or FALSE)", e.span)
         raise AssertionError  # fail raises
 
+    def _prev(self, e: s.Call, var: str) -> pattern.Prev:
+        # PREV(v.attr, n) in DEFINE v is the n-th row before v's row in the partition,
+        # inside or before the match: a property of the stream (pattern.Prev).
+        reason = _prev_error(self.q, e, var)
+        if reason is not None:
+            self.q.fail(reason, e.span)
+        col = e.args[0]
+        assert isinstance(col, s.Col)
+        n = e.args[1] if len(e.args) == 2 else None
+        offset = n.value if isinstance(n, s.Lit) and isinstance(n.value, int) else 1
+        return pattern.Prev(col.attr, offset, span=e.span)
+
     def _value(self, e: s.Expr, var: str) -> pattern.Expr:
         if isinstance(e, s.Col):
             if e.var is not None and e.var != var:
@@ -277,11 +289,35 @@ class _Translator:
             return pattern.Arith(
                 e.op, self._value(e.left, var), self._value(e.right, var), span=e.span
             )
+        if isinstance(e, s.Call) and e.name == "PREV":
+            return self._prev(e, var)
         if isinstance(e, s.Call):
             reason = _NOT_YET.get(e.name, f"{e.name}() in DEFINE is not supported")
             self.q.fail(reason, e.span)
         self.q.fail("expected a value (an attribute, a literal or arithmetic)", e.span)
         raise AssertionError  # fail raises
+
+
+MAX_PREV = 1000
+
+
+def _prev_error(q: s.Query, e: s.Call, var: str) -> str | None:
+    """Why ``PREV(...)`` in DEFINE ``var`` is not supported (None: it is)."""
+    if not 1 <= len(e.args) <= 2 or not isinstance(e.args[0], s.Col):
+        return "PREV takes a column and an optional offset: PREV(v.attr [, n])"
+    col = e.args[0]
+    if col.var is not None and col.var != var:
+        return (
+            f"PREV({col.var}.{col.attr}) in DEFINE {var} navigates from another variable's "
+            f"row, which is not supported yet (PREV({var}.{col.attr}) is)"
+        )
+    if len(e.args) == 2:
+        n = e.args[1]
+        if not isinstance(n, s.Lit) or isinstance(n.value, bool) or not isinstance(n.value, int):
+            return "the offset of PREV must be a whole number"
+        if not 1 <= n.value <= MAX_PREV:
+            return f"the offset of PREV must be between 1 and {MAX_PREV}"
+    return None
 
 
 def _or(a: pattern.Formula | None, b: pattern.Formula | None) -> pattern.Formula | None:

@@ -2,7 +2,8 @@
 
 It shares nothing with the front-end or the engine. Patterns are nested tuples
 (``("var", "A")``, ``("cat", l, r)``, ``("alt", l, r)``, ``("rep", body, lo, hi)``,
-hi None for unbounded); DEFINE conditions are Python functions of a row.
+hi None for unbounded); DEFINE conditions are Python functions of the partition's
+rows and a row's index (PREV reads the rows before it).
 
 Which rows a pattern matches is decided by Python's own regular expressions over
 a string with one character per row: variable v is the class of the characters of
@@ -20,7 +21,8 @@ Semantics implemented (per partition, rows in arrival order):
   matches exactly, each once, with the preferred labels among its parses;
 * ``PAST LAST ROW``: from s = 0: the preferred match from s if any (then s = e + 1),
   else s + 1; ``NEXT ROW``: the same but s + 1 after a match too;
-* WITHIN: a match is kept only if ``t(e) - t(s) <= window`` (the bound is
+* WITHIN: late rows (time below one already kept in the partition) are dropped
+  first; a match is kept only if ``t(e) - t(s) <= window`` (the bound is
   inclusive, as the engine's WITHIN), for PAST LAST ROW / NEXT ROW as a condition
   on the match from s (sound for the fixed-length patterns they are used with).
 """
@@ -33,7 +35,8 @@ from typing import Any
 
 Row = Mapping[str, Any]
 Regex = tuple[Any, ...]
-Cond = Callable[[Row], bool]
+# A DEFINE condition on row i of its partition's rows (PREV reads rows before i).
+Cond = Callable[[Sequence[Row], int], bool]
 
 
 def variables(r: Regex) -> list[str]:
@@ -112,6 +115,15 @@ def evaluate(
         if any(v is None for v in key):
             continue
         groups.setdefault(key, []).append(g)
+    if window is not None:
+        # A row whose time is below one already kept in its partition is late: it is
+        # no row of the partition (PREV skips it too).
+        for key, idx in groups.items():
+            kept: list[int] = []
+            for g in idx:
+                if not kept or rows[g][window[0]] >= max(rows[k][window[0]] for k in kept):
+                    kept.append(g)
+            groups[key] = kept
     found = []
     for key, idx in groups.items():
         sub = [rows[g] for g in idx]
@@ -125,7 +137,7 @@ def evaluate(
 def _ok(defines: Mapping[str, Cond], sub: Sequence[Row]) -> Callable[[str, int], bool]:
     def ok(var: str, i: int) -> bool:
         cond = defines.get(var)
-        return True if cond is None else cond(sub[i])
+        return True if cond is None else cond(sub, i)
 
     return ok
 
@@ -139,9 +151,7 @@ def _intervals(
 ) -> list[tuple[int, int]]:
     chars = [chr(0x100 + i) for i in range(len(sub))]
     classes = {
-        v: "".join(
-            c for c, row in zip(chars, sub, strict=True) if v not in defines or defines[v](row)
-        )
+        v: "".join(c for i, c in enumerate(chars) if v not in defines or defines[v](sub, i))
         for v in set(variables(regex))
     }
     compiled = re.compile(_python_re(regex, classes))

@@ -7,7 +7,7 @@ from tests.shared.match_recognize import oracle
 
 A, B = ("var", "A"), ("var", "B")
 ROWS = [{"x": x} for x in (1, 1, 2, 1, 2, 2)]
-BIG = {"A": lambda r: r["x"] == 1, "B": lambda r: r["x"] == 2}
+BIG = {"A": lambda rows, i: rows[i]["x"] == 1, "B": lambda rows, i: rows[i]["x"] == 2}
 
 
 def matches(regex: oracle.Regex, mode: str, defines: dict = BIG, rows: list = ROWS) -> list:

@@ -1,14 +1,14 @@
 """Seed 000's Q1 ("bull runs": rises in price followed by a sudden drop) on a stream
 built here, the expected matches worked out by hand.
 
-Q1 as printed cannot run as is (the research notes list its typos): its DEFINEs use
-``prev`` and ``A.lastOf()``, which compare a row with another row. Here each row
-carries ``change``, its amount over the previous amount of the same coin, so the
-conditions become unary: A (a rise) is ``change >= 1.20``, B (a drop) is
-``change < 0.80`` (B's ``0.80 * A.lastOf().amount`` is 0.80 times the previous row's
-amount, since B directly follows the last A). ``A* B`` becomes ``A+ B``: with no A
-row, ``A.lastOf()`` is undefined and B's condition cannot hold. The duration is
-``last - first`` (the printed ``first - last`` is negative), in days.
+Q1 as printed cannot run as is (the research notes list its typos). Its DEFINE of A,
+``A.amount >= 1.20 * prev(A.amount)``, runs as written (PREV is the previous row of the
+partition). B's ``B.amount < 0.80 * A.lastOf().amount`` compares with another
+variable's row, not supported; since B directly follows the last A, it is
+``0.80 * PREV(B.amount)``. ``A* B`` becomes ``A+ B``: with no A row, ``A.lastOf()`` is
+undefined and B's condition cannot hold. The duration is ``last - first`` (the printed
+``first - last`` is negative), in days. Each row also carries ``change``, its amount
+over the coin's previous amount, for the variants that do without PREV.
 """
 
 from __future__ import annotations
@@ -64,17 +64,37 @@ def run(text: str) -> list[tuple[tuple[int, ...], list[dict[str, Any]]]]:
     return out
 
 
+Q1_PREV = """
+SELECT * FROM Crypto
+MATCH_RECOGNIZE (
+  PARTITION BY Crypto.id
+  MEASURES MAX(A.amount) AS M, MIN(A.amount) AS m,
+           (LAST(A.ts) - FIRST(A.ts)) / 86400 AS d
+  ALL MATCHES
+  PATTERN (A+ B)
+  DEFINE A AS A.amount >= 1.20 * PREV(A.amount),
+         B AS B.amount < 0.80 * PREV(B.amount)
+)
+"""
+ALL_MATCHES = [
+    ((2, 3, 5), [{"id": "BTC", "M": 150, "m": 125, "d": 1.0}]),
+    ((3, 5), [{"id": "BTC", "M": 150, "m": 150, "d": 0.0}]),
+    ((4, 6), [{"id": "ETH", "M": 65, "m": 65, "d": 0.0}]),
+    ((7, 8, 9, 10), [{"id": "BTC", "M": 175, "m": 110, "d": 2.0}]),
+    ((8, 9, 10), [{"id": "BTC", "M": 175, "m": 140, "d": 1.0}]),
+    ((9, 10), [{"id": "BTC", "M": 175, "m": 175, "d": 0.0}]),
+]
+
+
+def test_q1_with_prev() -> None:
+    # The first row of each coin has no previous row: neither a rise nor a drop.
+    assert sorted(run(Q1_PREV)) == ALL_MATCHES
+
+
 def test_q1_all_matches() -> None:
     # Every run of rises ending in a drop, from each of its rises: BTC's 2 3 | 5 and
     # 7 8 9 | 10, ETH's 4 | 6. Durations: ts are days apart.
-    assert sorted(run(Q1)) == [
-        ((2, 3, 5), [{"id": "BTC", "M": 150, "m": 125, "d": 1.0}]),
-        ((3, 5), [{"id": "BTC", "M": 150, "m": 150, "d": 0.0}]),
-        ((4, 6), [{"id": "ETH", "M": 65, "m": 65, "d": 0.0}]),
-        ((7, 8, 9, 10), [{"id": "BTC", "M": 175, "m": 110, "d": 2.0}]),
-        ((8, 9, 10), [{"id": "BTC", "M": 175, "m": 140, "d": 1.0}]),
-        ((9, 10), [{"id": "BTC", "M": 175, "m": 175, "d": 0.0}]),
-    ]
+    assert sorted(run(Q1)) == ALL_MATCHES
 
 
 def test_q1_past_last_row_two_rises() -> None:

@@ -90,7 +90,9 @@ def _error(text: str) -> MatchRecognizeError:
         ("AFTER MATCH SKIP TO FIRST B", "A B", "", 1, 34, "SKIP TO FIRST"),
         ("ALL MATCHES AFTER MATCH SKIP PAST LAST ROW", "A B", "", 1, 46, "ALL MATCHES with"),
         ("AFTER MATCH SKIP TO CURRENT ROW", "A B", "", 1, 34, "only with ALL MATCHES"),
-        ("", "A B", "DEFINE A AS A.price > PREV(price)", 3, 25, "PREV"),
+        ("", "A B", "DEFINE A AS A.price > PREV(B.price)", 3, 25, "another variable's row"),
+        ("", "A B", "DEFINE A AS A.price > PREV(price, 0)", 3, 25, "between 1 and"),
+        ("", "A B", "DEFINE A AS A.price > NEXT(price)", 3, 25, "NEXT"),
         ("", "A B", "DEFINE B AS B.price > A.price", 3, 25, "other rows"),
         ("", "A B", "DEFINE C AS price > 1", 3, 10, "C is not a variable"),
         ("", "A B", "DEFINE A AS price", 3, 15, "expected a condition"),
@@ -123,3 +125,11 @@ def test_the_readme_example_compiles() -> None:
     form = parse_and_check(example)
     assert form.partition_by == ("sym",)
     assert form.consume is p.Consume.PARTITION
+
+
+def test_prev_is_a_lagged_value() -> None:
+    form = parse_and_check(
+        mr("A B", "ALL MATCHES").replace(")\n)", ")\n DEFINE A AS x > PREV(A.x, 2)\n)")
+    )
+    pred = p.Compare(">", p.Attr("x"), p.Prev("x", 2))
+    assert form.where == p.Contiguous(p.Filter(A, p.FilterAtom("A", pred)), B)
