@@ -51,3 +51,8 @@ class EventError(CerfleetError):
 
 class SnapshotError(CerfleetError):
     """A snapshot that does not belong to this query or is corrupt."""
+
+
+class MatchRecognizeError(CEQLError):
+    """A MATCH_RECOGNIZE query that cannot be compiled: reported like CEQL's (line,
+    column, carets, what was expected), and caught wherever ``CEQLError`` is."""

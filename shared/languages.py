@@ -9,19 +9,30 @@ never depends on a front-end and no front-end on another.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 
 from cerfleet import pattern
+from cerfleet.complex_event import ComplexEvent
 from cerfleet.errors import CerfleetError
 
 Frontend = Callable[[str], pattern.Pattern]
+Writer = Callable[[Sequence[ComplexEvent]], bytes]
 
 # Language name → "module:function".
 FRONTENDS: dict[str, str] = {
     "ceql": "cerfleet.ceql.parser:parse_and_check",
+    "match_recognize": "cerfleet.match_recognize.translate:parse_and_check",
+}
+
+# Languages whose output is not the complex events themselves: "module:function"
+# taking the query text and returning a function complex events → JSON Lines bytes.
+WRITERS: dict[str, str] = {
+    "match_recognize": "cerfleet.match_recognize.translate:writer",
 }
 
 DEFAULT = "ceql"
+_MATCH_RECOGNIZE = re.compile(r"\bMATCH_RECOGNIZE\b", re.IGNORECASE)
 
 
 def frontend(language: str) -> Frontend:
@@ -34,6 +45,23 @@ def frontend(language: str) -> Frontend:
     module, _, name = target.partition(":")
     parse: Frontend = getattr(importlib.import_module(module), name)
     return parse
+
+
+def detect(text: str) -> str:
+    """The language of a query text: MATCH_RECOGNIZE when it uses the keyword (CEQL
+    has no such word), else the default."""
+    return "match_recognize" if _MATCH_RECOGNIZE.search(text) else DEFAULT
+
+
+def writer(language: str, text: str) -> Writer | None:
+    """The output stage of ``language`` for the query ``text`` (None: the complex
+    events as they are, ``cerfleet.output``)."""
+    target = WRITERS.get(language.lower())
+    if target is None:
+        return None
+    module, _, name = target.partition(":")
+    build: Callable[[str], Writer] = getattr(importlib.import_module(module), name)
+    return build(text)
 
 
 def parse(text: str, language: str = DEFAULT) -> pattern.Pattern:

@@ -25,6 +25,7 @@ from cerfleet.cea.vector_predicates import compile_vector_predicate
 from cerfleet.complex_event import KeyValue
 from cerfleet.evaluation.determinization import DetCEA
 from cerfleet.evaluation.evaluator import Evaluator
+from cerfleet.evaluation.lag import lag_name, without_prev
 from cerfleet.evaluation.letters import BatchLetters
 from cerfleet.evaluation.maximal import MaxCEA, MaxEvaluator
 from cerfleet.evaluation.priority import PriorityEvaluator
@@ -63,7 +64,9 @@ class QueryPlan:
         self.type_field = type_field
         self.time_field = time_field
         self.pattern = form
-        cea, atoms = compile_formula(form.where, form.select)
+        # PREV reads as reserved attributes the stream evaluator supplies (evaluation.lag).
+        unary, self.lags = without_prev(form)
+        cea, atoms = compile_formula(unary.where, unary.select)
         self.strategy = form.strategy
         if self.strategy is pattern.Strategy.STRICT:
             cea = strict_product(cea)
@@ -91,8 +94,10 @@ class QueryPlan:
             window_attributes.add(time_field)
         elif self.pattern.within is not None and self.pattern.within.attr is not None:
             window_attributes.add(self.pattern.within.attr)
+        lagged = {lag_name(a, n) for a, n in self.lags}
         self.attributes: frozenset[str] = frozenset(
-            {*self._letter_attributes, *self.partition_attrs, *window_attributes}
+            {*(self._letter_attributes - lagged), *(a for a, _ in self.lags)}
+            | {*self.partition_attrs, *window_attributes}
         )
         # Identifies the query a snapshot belongs to: same text and field names.
         self.fingerprint = hashlib.sha256(
@@ -269,6 +274,8 @@ def _int_bound(expr: pattern.Expr, magnitude: Mapping[str, float]) -> float:
         bound = 0 if isinstance(value, bool) or not isinstance(value, int) else abs(value)
     elif isinstance(expr, pattern.Neg):
         bound = _int_bound(expr.operand, magnitude)
+    elif not isinstance(expr, pattern.Arith):  # PREV, read as an attribute before this
+        raise TypeError(f"not a value expression: {expr!r}")
     else:
         left = _int_bound(expr.left, magnitude)
         right = _int_bound(expr.right, magnitude)

@@ -104,6 +104,10 @@ class _Builder:
             return self._sequence(self.build(phi.left), self.build(phi.right), skip=False)
         if isinstance(phi, pattern.ContiguousPlus):
             return self._plus(self.build(phi.formula), skip=False)
+        if isinstance(phi, pattern.AnyEvent):
+            # A type-free guard: filters on ``var`` conjoin their atoms to it as usual.
+            q1, q2 = self.fresh(), self.fresh()
+            return VCEA([VTransition(q1, TRUE, frozenset({phi.var}), q2)], {q1}, {q2})
         raise TypeError(f"not a CEL formula: {phi!r}")
 
     def _filter(self, phi: pattern.Formula, theta: pattern.FilterExpr) -> VCEA:

@@ -72,6 +72,8 @@ def _expr(expr: pattern.Expr, cols: Columns, n: int) -> _Vec:
         if operand_kind != _NUM:
             return None, np.zeros(n, dtype=bool), None
         return -values, valid, _NUM
+    if not isinstance(expr, pattern.Arith):  # PREV: the plan reads it as an attribute
+        raise TypeError(f"not a value expression: {expr!r}")
     left, lvalid, lkind = _expr(expr.left, cols, n)
     right, rvalid, rkind = _expr(expr.right, cols, n)
     if lkind != _NUM or rkind != _NUM:

@@ -1,7 +1,9 @@
-"""``cerfleet run QUERY EVENTS``: evaluate one CEQL query over a file or stdin.
+"""``cerfleet run QUERY EVENTS``: evaluate one query (CEQL or MATCH_RECOGNIZE) over a
+file or stdin.
 
-Complex events go to stdout as compact JSON, one per line, flushed as soon as
-they are found so the command works at the end of a live pipe. Everything
+Complex events (for MATCH_RECOGNIZE, its output rows) go to stdout as compact JSON,
+one per line, flushed as soon as they are found so the command works at the end of a
+live pipe. Everything
 else (malformed lines, errors, the final summary) goes to stderr.
 """
 
@@ -55,6 +57,14 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--strict", action="store_true", help="stop with exit code 2 at the first malformed line"
     )
+    parser.add_argument(
+        "--language",
+        default=None,
+        help=(
+            "query language: ceql or match_recognize (default: match_recognize when the "
+            "query uses MATCH_RECOGNIZE, else ceql)"
+        ),
+    )
     parser.add_argument("--quiet", action="store_true", help="do not print the final summary")
     parser.add_argument(
         "--max-outputs-per-event",
@@ -81,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``cerfleet run``; returns the exit code."""
     # Imported here so ``cerfleet --help``/``--version`` work without loading
     # the compiler (and its grammar).
+    from cerfleet.languages import FRONTENDS, detect, writer
     from cerfleet.output import json_lines
     from cerfleet.query import compile_query
     from cerfleet.streams import steps
@@ -91,8 +102,15 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as err:
         _error(f"{query_path}: cannot read query file: {_describe(err)}")
         return EXIT_USAGE
+    language: str = (args.language or detect(text)).lower()
+    if language not in FRONTENDS:
+        _error(f"unknown query language {language!r} (known: {', '.join(sorted(FRONTENDS))})")
+        return EXIT_USAGE
     try:
-        compiled = compile_query(text, type_field=args.type_field, time_field=args.time_field)
+        compiled = compile_query(
+            text, type_field=args.type_field, time_field=args.time_field, language=language
+        )
+        write = writer(language, text) or json_lines
     except CEQLError as err:
         _error(f"{query_path}: {err}")
         return EXIT_USAGE
@@ -127,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
             events += step.events
             malformed += step.malformed
             if step.complex_events:
-                out.write(json_lines(step.complex_events))
+                out.write(write(step.complex_events))
                 out.flush()
                 complex_events += len(step.complex_events)
             if progress is not None:

@@ -39,8 +39,10 @@ class DetCEA:
         # Atoms that can matter for an event of each type: those on its transitions.
         relevant: list[list[int]] = [[] for _ in range(self._radix)]
         for t in cea.transitions:
-            if t.guard.etype is not None:
-                bucket = relevant[self.type_index[t.guard.etype]]
+            # A type-free guard with atoms (``pattern.AnyEvent``) reads them for every type.
+            etype = t.guard.etype
+            for ti in range(self._radix) if etype is None else [self.type_index[etype]]:
+                bucket = relevant[ti]
                 bucket.extend(a for a in sorted(t.guard.atoms) if a not in bucket)
         self.atoms_by_type: list[list[int]] = relevant
         self._atoms_by_type: list[tuple[Predicate, ...]] = [
@@ -51,12 +53,21 @@ class DetCEA:
         # target).
         self._out: dict[int, list[tuple[int, int, bool, bool, int]]] = {q: [] for q in cea.states}
         for t in cea.transitions:
-            if t.guard.etype is None:
-                entry = (-1, 0, t.guard.negated, t.marking, t.target)
+            guard = t.guard
+            if guard.etype is None and guard.atoms:
+                # Type-free with atoms (``pattern.AnyEvent``): one entry per type, each
+                # reading the atoms as that type's letters hold them.
+                assert not guard.negated, "no front-end negates a type-free guard"
+                for ti in range(self._radix):
+                    mask = sum(1 << local[ti][a] for a in guard.atoms)
+                    self._out[t.source].append((ti, mask, False, t.marking, t.target))
+                continue
+            if guard.etype is None:
+                entry = (-1, 0, guard.negated, t.marking, t.target)
             else:
-                ti = self.type_index[t.guard.etype]
-                mask = sum(1 << local[ti][a] for a in t.guard.atoms)
-                entry = (ti, mask, t.guard.negated, t.marking, t.target)
+                ti = self.type_index[guard.etype]
+                mask = sum(1 << local[ti][a] for a in guard.atoms)
+                entry = (ti, mask, guard.negated, t.marking, t.target)
             self._out[t.source].append(entry)
         self.states: list[frozenset[int]] = []
         self.is_final: list[bool] = []

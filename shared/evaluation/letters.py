@@ -33,12 +33,13 @@ class BatchLetters:
         radix = dcea.radix
         other = radix - 1
         type_col = cols.get(dcea.type_field)
-        if type_col is None or n == 0:
+        if n == 0:
             return np.full(n, other, dtype=np.int64)
         # One equality pass per type the query names (few) instead of sorting strings.
         types = np.full(n, other, dtype=np.int64)
-        for name, ti in dcea.type_index.items():
-            types[type_col == name] = ti
+        if type_col is not None:
+            for name, ti in dcea.type_index.items():
+                types[type_col == name] = ti
         bits = np.zeros(n, dtype=np.int64)
         computed: dict[int, np.ndarray] = {}
         for ti, atom_ids in enumerate(dcea.atoms_by_type):

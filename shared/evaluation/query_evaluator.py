@@ -43,12 +43,13 @@ from typing import TYPE_CHECKING, Any
 from cerfleet.cea.vector_predicates import RowView
 from cerfleet.complex_event import ComplexEvent, KeyValue
 from cerfleet.evaluation.enumeration import enumerate_node
+from cerfleet.evaluation.lag import Lags, lag_groups
 from cerfleet.evaluation.partitioning import column_length, partition_groups
 from cerfleet.evaluation.relevance import NextRelevant, Relevance
 from cerfleet.evaluation.snapshot import dump
 from cerfleet.evaluation.substream import SubstreamEvaluator
 from cerfleet.evaluation.tecs import Node
-from cerfleet.evaluation.window import clock_column
+from cerfleet.evaluation.window import batch_clocks
 from cerfleet.pattern import Consume
 from cerfleet.plan import QueryPlan
 
@@ -59,8 +60,6 @@ else:
 
 Key = tuple[KeyValue, ...]
 Row = Callable[[int], Mapping[str, Any]]
-
-_EXACT = 2**53  # integers up to this size are exact as floats
 
 
 class QueryEvaluator:
@@ -84,6 +83,7 @@ class QueryEvaluator:
         self.max_outputs: int | None = None
         self.truncated = 0
         self.truncated_ends: list[int] = []
+        self.lags = Lags(query.lags) if query.lags else None  # what PREV reads
 
     def process(self, event: Mapping[str, Any], position: int | None = None) -> list[ComplexEvent]:
         """Process one event; return the complex events ending at it.
@@ -115,7 +115,13 @@ class QueryEvaluator:
                 self.last_late = True
                 return []
         sub.clock += 1
-        return self._advance(sub, key, j, event, query.dcea.letter(event), clock)
+        lags = self.lags
+        if lags is None:
+            return self._advance(sub, key, j, event, query.dcea.letter(event), clock)
+        # The event keeps its lagged values: the output stage may judge it again.
+        seen = lags.view(key, event)
+        lags.push(key, [lags.own(event)])
+        return self._advance(sub, key, j, seen, query.dcea.letter(seen), clock)
 
     def process_batch(
         self, events: Iterable[Mapping[str, Any]], positions: Sequence[int] | None = None
@@ -168,12 +174,17 @@ class QueryEvaluator:
             clocks = self._clocks(columns, n, events)
             if clocks is None:
                 return self._rows(row, n, events, labels)
-        letters = self._letters(columns, n, events is not None, row)
+        exact_keys = events is not None and query.partitioned
+        if self.lags is None:
+            letters = self._letters(columns, n, events is not None, row)
+        else:
+            keyed = lag_groups(self, groups, clocks, row, exact_keys)
+            lagged, row = self.lags.batch(keyed, row, n)  # rows keep their lagged values
+            letters = self._letters({**columns, **lagged}, n, events is not None, row)
         base = self.position
         self.position = base + n if labels is None or not n else int(labels[-1]) + 1
         self.last_late = False
         # The key of a complex event is its end event's, as a Python value of that event.
-        exact_keys = events is not None and query.partitioned
         out: list[ComplexEvent] = []
         in_partitions = 0
         for group_key, idx in groups:
@@ -254,26 +265,11 @@ class QueryEvaluator:
         return np.fromiter((letter(row(i)) for i in range(n)), dtype=np.int64, count=n)
 
     def _clocks(
-        self,
-        columns: Mapping[str, np.ndarray],
-        n: int,
-        events: Sequence[Mapping[str, Any]] | None,
+        self, columns: Mapping[str, np.ndarray], n: int, events: Sequence[Mapping[str, Any]] | None
     ) -> np.ndarray | None:
-        """The window clock of every row (NaN: none); from the original events when their
-        column is not numbers. None when some clock has no exact float form (NaN, an
-        integer beyond 2**53): the batch must then go row by row."""
         query = self.query
-        clock = query.clock
-        window = query.pattern.within
-        assert clock is not None and window is not None
-        col = columns.get(window.attr if window.attr is not None else query.time_field)
-        if events is None or col is None or col.dtype.kind in "iuf":
-            return clock_column(window, query.time_field, clock, columns, n)
-        values = [clock(event) for event in events]
-        for v in values:
-            if v is not None and (v != v or (isinstance(v, int) and abs(v) > _EXACT)):
-                return None
-        return np.array(values, dtype=np.float64)  # None becomes NaN
+        assert query.clock is not None and query.pattern.within is not None
+        return batch_clocks(query.pattern.within, query.time_field, query.clock, columns, n, events)
 
     def _run_columns(
         self,

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from cerfleet.errors import SnapshotError
+from cerfleet.evaluation.lag import Lags
 from cerfleet.evaluation.substream import SubstreamEvaluator
 from cerfleet.evaluation.tecs import DEAD, Node
 
@@ -42,6 +43,7 @@ class EvaluatorState(Protocol):
     unpartitioned: int
     substreams: dict[tuple[Any, ...], SubstreamEvaluator]
     epochs: dict[tuple[Any, ...], int]
+    lags: Lags | None
 
     @property
     def query(self) -> _Query: ...
@@ -140,6 +142,7 @@ def dump_counted(ev: EvaluatorState) -> tuple[bytes, int]:
         "events": [dict(e) for e in writer.events],
         "nodes": writer.rows,
         "substreams": subs,
+        "lags": [] if ev.lags is None else ev.lags.export(),
     }
     data = zlib.compress(json.dumps(doc, separators=(",", ":")).encode(), 1)
     return data, len(writer.rows)
@@ -174,6 +177,8 @@ def load_into(ev: EvaluatorState, data: bytes) -> None:
     ev.epoch = doc["epoch"]
     ev.late = doc["late"]
     ev.unpartitioned = doc["unpartitioned"]
+    if ev.lags is not None:
+        ev.lags.load(doc.get("lags", []))
     for s in doc["substreams"]:
         sub = query.substream_evaluator()
         sub.clock = s["clock"]

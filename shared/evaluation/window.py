@@ -10,7 +10,7 @@ time or attribute window (it may still sit in the middle of one).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cerfleet import pattern
@@ -69,3 +69,28 @@ def clock_column(
         return col.astype(np.float64)
     rows = RowView(cols)
     return np.array([np.nan if (v := clock(rows.at(i))) is None else v for i in range(n)], float)
+
+
+# Integers up to this size are exact as floats.
+_EXACT = 2**53
+
+
+def batch_clocks(
+    window: pattern.Window,
+    time_field: str,
+    clock: ClockFn,
+    columns: Columns,
+    n: int,
+    events: Sequence[Mapping[str, Any]] | None,
+) -> np.ndarray | None:
+    """The window clock of every row of a columnar batch (NaN: none); from the original
+    ``events`` when their column is not numbers. None when some clock has no exact float
+    form (NaN, an integer beyond 2**53): the batch must then go row by row."""
+    col = columns.get(window.attr if window.attr is not None else time_field)
+    if events is None or col is None or col.dtype.kind in "iuf":
+        return clock_column(window, time_field, clock, columns, n)
+    values = [clock(event) for event in events]
+    for v in values:
+        if v is not None and (v != v or (isinstance(v, int) and abs(v) > _EXACT)):
+            return None
+    return np.array(values, dtype=np.float64)  # None becomes NaN

@@ -1,0 +1,357 @@
+"""A MATCH_RECOGNIZE syntax tree in the pattern form, or an error naming what the
+engine cannot do exactly.
+
+The mapping (the README's MATCH_RECOGNIZE section states it for users):
+
+* a pattern variable ``v`` is ``AnyEvent(v)`` (a row, whatever its type), filtered by
+  ``v``'s DEFINE condition as a unary predicate: ``AnyEvent(v) FILTER v[cond]``;
+* concatenation is ``Contiguous`` (rows of the partition, none skipped), ``|`` is
+  ``Or``, ``X+`` is ``ContiguousPlus``; ``*``, ``?`` and ``{n,m}`` expand into these
+  (``nonempty`` says how an optional part is dropped from a concatenation);
+* ``PARTITION BY`` is the partitioning; ``WITHIN`` a window on the ORDER BY
+  attribute (milliseconds) or, without ORDER BY, on the time field;
+* the match selection: ``ALL MATCHES`` is every complex event (strategy ALL, no
+  consumption); ``AFTER MATCH SKIP PAST LAST ROW`` is ``CONSUME BY PARTITION`` and
+  ``SKIP TO NEXT ROW`` no consumption, both only for fixed-length patterns, where
+  every match from a start row covers the same rows so the standard's preference
+  cannot pick a different row set than the engine's first-ending match.
+"""
+
+from __future__ import annotations
+
+from cerfleet import pattern
+from cerfleet.cea.predicates import compile_predicate
+from cerfleet.evaluation.lag import unary
+from cerfleet.match_recognize import syntax as s
+from cerfleet.match_recognize.measures import MatchWriter, check_measures
+from cerfleet.match_recognize.parser import parse
+
+__all__ = ["compile_text", "parse_and_check", "variables", "writer"]
+
+# Bounds on ``{n,m}``: the expansion copies the body up to m times.
+MAX_REPEAT = 32
+# Bound on the expanded formula (optional parts nested in quantifiers multiply).
+MAX_NODES = 20_000
+# Functions of the standard a DEFINE may not use yet, with why.
+_NOT_YET = {
+    "NEXT": "NEXT (the next row) in DEFINE is not supported yet",
+    "FIRST": "FIRST in DEFINE is not supported yet (only the row's own attributes)",
+    "LAST": "LAST in DEFINE is not supported yet (only the row's own attributes)",
+}
+
+
+def parse_and_check(text: str) -> pattern.Pattern:
+    """The front-end of ``languages.FRONTENDS``: text → pattern form."""
+    return compile_text(text)[1]
+
+
+def compile_text(text: str) -> tuple[s.Query, pattern.Pattern, dict[str, pattern.Pred]]:
+    """The syntax tree and the DEFINE predicates (the output stage needs them) and the
+    pattern form."""
+    query = parse(text)
+    translator = _Translator(query)
+    form = translator.translate()
+    return query, form, translator.defines
+
+
+def writer(text: str) -> MatchWriter:
+    """The writer of ``languages.WRITERS``: the query's own output stage, judging rows
+    with the very predicates the automaton evaluates."""
+    query, _, defines = compile_text(text)
+    return MatchWriter(query, {v: compile_predicate(unary(p)) for v, p in defines.items()})
+
+
+def variables(regex: s.Regex) -> list[s.Var]:
+    """The pattern's variable occurrences, in source order."""
+    if isinstance(regex, s.Var):
+        return [regex]
+    if isinstance(regex, s.Quant):
+        return variables(regex.body)
+    return variables(regex.left) + variables(regex.right)
+
+
+def lengths(regex: s.Regex) -> tuple[int, int | None]:
+    """The fewest and most rows a match of ``regex`` covers (None: unbounded)."""
+    if isinstance(regex, s.Var):
+        return 1, 1
+    if isinstance(regex, s.Quant):
+        lo, hi = lengths(regex.body)
+        top = None if hi is None or regex.high is None else hi * regex.high
+        return lo * regex.low, top
+    (a, b), (c, d) = lengths(regex.left), lengths(regex.right)
+    if isinstance(regex, s.Cat):
+        return a + c, None if b is None or d is None else b + d
+    return min(a, c), None if b is None or d is None else max(b, d)
+
+
+def _variable_length(regex: s.Regex) -> s.Regex | None:
+    """The innermost construct that lets matches differ in length (None: fixed length)."""
+    low, high = lengths(regex)
+    if low == high:
+        return None
+    assert not isinstance(regex, s.Var)  # one row: fixed
+    parts = [regex.body] if isinstance(regex, s.Quant) else [regex.left, regex.right]
+    for part in parts:
+        found = _variable_length(part)
+        if found is not None:
+            return found
+    return regex
+
+
+class _Translator:
+    def __init__(self, query: s.Query) -> None:
+        self.q = query
+        self.defines: dict[str, pattern.Pred] = {}
+
+    def translate(self) -> pattern.Pattern:
+        q = self.q
+        names = {v.name for v in variables(q.regex)}
+        for d in q.defines:
+            if d.var not in names:
+                q.fail(f"DEFINE {d.var}: {d.var} is not a variable of the PATTERN", d.span)
+            if d.var in self.defines:
+                q.fail(f"{d.var} is defined twice", d.span)
+            self.defines[d.var] = self._condition(d.cond, d.var)
+        check_measures(q, names)
+        formula, nullable = self._regex(q.regex)
+        if nullable or formula is None:
+            q.fail(
+                "this PATTERN matches zero rows (an empty match), which is not supported: "
+                "make at least one element mandatory",
+                q.regex.span or variables(q.regex)[0].span,
+            )
+        assert formula is not None
+        if _size(formula) > MAX_NODES:
+            q.fail(f"this PATTERN expands to more than {MAX_NODES} nodes", q.regex.span)
+        strategy, consume = self._selection()
+        return pattern.Pattern(
+            where=formula,
+            select=None,
+            strategy=strategy,
+            streams=(q.stream,),
+            partition_by=tuple(self._column(c, "PARTITION BY") for c in q.partition),
+            partition_spans=tuple(c.span for c in q.partition),
+            within=self._window(),
+            consume=consume,
+        )
+
+    # ------------------------------------------------------------------ options
+
+    def _column(self, col: s.Col, clause: str) -> str:
+        if col.var is not None and col.var != self.q.stream:
+            self.q.fail(f"{clause} names a column of {self.q.stream}, not of {col.var}", col.span)
+        return col.attr
+
+    def _selection(self) -> tuple[pattern.Strategy, pattern.Consume]:
+        q = self.q
+        kind = None if q.skip is None else q.skip[0]
+        if kind in ("TO FIRST", "TO LAST"):
+            q.fail(
+                f"AFTER MATCH SKIP {kind} <variable> is not supported "
+                "(supported: PAST LAST ROW, TO NEXT ROW, and ALL MATCHES)",
+                q.skip_span,
+            )
+        if q.rows == "MATCHES":
+            if kind not in (None, "TO CURRENT ROW"):
+                q.fail(
+                    f"ALL MATCHES with AFTER MATCH SKIP {kind} is not supported: ALL MATCHES "
+                    "reports every match (only SKIP TO CURRENT ROW may accompany it)",
+                    q.skip_span,
+                )
+            return pattern.Strategy.ALL, pattern.Consume.NONE
+        if kind == "TO CURRENT ROW":
+            q.fail(
+                "AFTER MATCH SKIP TO CURRENT ROW is supported only with ALL MATCHES", q.skip_span
+            )
+        varying = _variable_length(q.regex)
+        if varying is not None:
+            what = f"quantifier {varying.text}" if isinstance(varying, s.Quant) else "'|'"
+            q.fail(
+                f"{what} lets matches differ in length, which AFTER MATCH SKIP "
+                f"{kind or 'PAST LAST ROW'} (the default) does not support: the standard "
+                "prefers matches (greedy, leftmost alternative) that the engine cannot "
+                "choose exactly; use ALL MATCHES, or a fixed-length pattern",
+                varying.span,
+            )
+        consume = pattern.Consume.NONE if kind == "TO NEXT ROW" else pattern.Consume.PARTITION
+        return pattern.Strategy.ALL, consume
+
+    def _window(self) -> pattern.Window | None:
+        q = self.q
+        if len(q.order) > 1:
+            q.fail("ORDER BY takes one time attribute", q.order[1].span)
+        if q.within is None:
+            return None
+        amount, unit = q.within
+        if q.order:
+            attr = self._column(q.order[0], "ORDER BY")
+            ms = amount * pattern.TIME_UNITS_MS[unit]
+            return pattern.Window(pattern.WindowKind.ATTRIBUTE, ms, attr=attr, span=q.within_span)
+        return pattern.Window(pattern.WindowKind.TIME, amount, unit=unit, span=q.within_span)
+
+    # ------------------------------------------------------------------ row pattern
+
+    def _atom(self, var: s.Var) -> pattern.Formula:
+        atom = pattern.AnyEvent(var.name, span=var.span)
+        pred = self.defines.get(var.name)
+        if pred is None:
+            return atom  # an undefined variable matches any row
+        return pattern.Filter(atom, pattern.FilterAtom(var.name, pred), span=var.span)
+
+    def _regex(self, r: s.Regex) -> tuple[pattern.Formula | None, bool]:
+        """``(N, nullable)``: the formula of r's non-empty matches (None: it has none)
+        and whether r also matches zero rows."""
+        if isinstance(r, s.Var):
+            return self._atom(r), False
+        if isinstance(r, s.Alt):
+            (a, an), (b, bn) = self._regex(r.left), self._regex(r.right)
+            return _or(a, b), an or bn
+        if isinstance(r, s.Cat):
+            return _cat(self._regex(r.left), self._regex(r.right))
+        if not r.greedy:
+            self.q.fail(
+                f"reluctant quantifier {r.text} is not supported (the engine cannot prefer "
+                "shorter matches); use the greedy form with ALL MATCHES",
+                r.span,
+            )
+        if (r.high is not None and r.high > MAX_REPEAT) or r.low > MAX_REPEAT:
+            self.q.fail(f"quantifier {r.text}: at most {MAX_REPEAT} repetitions", r.span)
+        if lengths(r.body)[0] == 0:
+            self.q.fail(
+                f"quantifier {r.text} applies to a group that can match zero rows, which is "
+                "not supported (the standard's empty iterations)",
+                r.span,
+            )
+        body = self._regex(r.body)
+        if r.high == 0:
+            self.q.fail(f"quantifier {r.text} matches nothing", r.span)
+        out: tuple[pattern.Formula | None, bool] = (None, True)
+        if r.high is None:
+            # X{n,} = X{n-1} X+ (X* for n = 0), X+ being ``:+``.
+            plus = None if body[0] is None else pattern.ContiguousPlus(body[0], span=r.span)
+            for _ in range(r.low - 1):
+                out = _cat(out, body)
+            return _cat(out, (plus, body[1] or r.low == 0))
+        for _ in range(r.low):
+            out = _cat(out, body)
+        # ``X{0,k}`` right-nested, ``(X (X (X)?)?)?``: linear in k where a left chain of
+        # ``X?`` would double at every step.
+        tail: tuple[pattern.Formula | None, bool] = (None, True)
+        for _ in range(r.high - r.low):
+            tail = (_cat(body, tail)[0], True)
+        return _cat(out, tail)
+
+    # ------------------------------------------------------------------ conditions
+
+    def _condition(self, e: s.Expr, var: str) -> pattern.Pred:
+        if isinstance(e, s.Bin) and e.op in s.LOGICAL:
+            left, right = self._condition(e.left, var), self._condition(e.right, var)
+            if e.op == "AND":
+                return pattern.PAnd(left, right, span=e.span)
+            return pattern.POr(left, right, span=e.span)
+        if isinstance(e, s.Unary) and e.op == "NOT":
+            return pattern.PNot(self._condition(e.operand, var), span=e.span)
+        if isinstance(e, s.Bin) and e.op in s.COMPARISONS:
+            return pattern.Compare(
+                e.op, self._value(e.left, var), self._value(e.right, var), span=e.span
+            )
+        if isinstance(e, s.Lit) and isinstance(e.value, bool):
+            return pattern.BoolLit(e.value, span=e.span)
+        self.q.fail("expected a condition (a comparison, AND, OR, NOT, TRUE or FALSE)", e.span)
+        raise AssertionError  # fail raises
+
+    def _prev(self, e: s.Call, var: str) -> pattern.Prev:
+        # PREV(v.attr, n) in DEFINE v is the n-th row before v's row in the partition,
+        # inside or before the match: a property of the stream (pattern.Prev).
+        reason = _prev_error(self.q, e, var)
+        if reason is not None:
+            self.q.fail(reason, e.span)
+        col = e.args[0]
+        assert isinstance(col, s.Col)
+        n = e.args[1] if len(e.args) == 2 else None
+        offset = n.value if isinstance(n, s.Lit) and isinstance(n.value, int) else 1
+        return pattern.Prev(col.attr, offset, span=e.span)
+
+    def _value(self, e: s.Expr, var: str) -> pattern.Expr:
+        if isinstance(e, s.Col):
+            if e.var is not None and e.var != var:
+                self.q.fail(
+                    f"DEFINE {var} refers to {e.var}.{e.attr}: conditions on other rows than "
+                    f"{var}'s own are not supported yet",
+                    e.span,
+                )
+            return pattern.Attr(e.attr, span=e.span)
+        if isinstance(e, s.Lit):
+            return pattern.Const(e.value, span=e.span)
+        if isinstance(e, s.Unary) and e.op == "-":
+            return pattern.Neg(self._value(e.operand, var), span=e.span)
+        if isinstance(e, s.Bin) and e.op not in s.COMPARISONS | s.LOGICAL:
+            return pattern.Arith(
+                e.op, self._value(e.left, var), self._value(e.right, var), span=e.span
+            )
+        if isinstance(e, s.Call) and e.name == "PREV":
+            return self._prev(e, var)
+        if isinstance(e, s.Call):
+            reason = _NOT_YET.get(e.name, f"{e.name}() in DEFINE is not supported")
+            self.q.fail(reason, e.span)
+        self.q.fail("expected a value (an attribute, a literal or arithmetic)", e.span)
+        raise AssertionError  # fail raises
+
+
+MAX_PREV = 1000
+
+
+def _prev_error(q: s.Query, e: s.Call, var: str) -> str | None:
+    """Why ``PREV(...)`` in DEFINE ``var`` is not supported (None: it is)."""
+    if not 1 <= len(e.args) <= 2 or not isinstance(e.args[0], s.Col):
+        return "PREV takes a column and an optional offset: PREV(v.attr [, n])"
+    col = e.args[0]
+    if col.var is not None and col.var != var:
+        return (
+            f"PREV({col.var}.{col.attr}) in DEFINE {var} navigates from another variable's "
+            f"row, which is not supported yet (PREV({var}.{col.attr}) is)"
+        )
+    if len(e.args) == 2:
+        n = e.args[1]
+        if not isinstance(n, s.Lit) or isinstance(n.value, bool) or not isinstance(n.value, int):
+            return "the offset of PREV must be a whole number"
+        if not 1 <= n.value <= MAX_PREV:
+            return f"the offset of PREV must be between 1 and {MAX_PREV}"
+    return None
+
+
+def _or(a: pattern.Formula | None, b: pattern.Formula | None) -> pattern.Formula | None:
+    if a is None or b is None:
+        return a if b is None else b
+    return pattern.Or(a, b)
+
+
+def _cat(
+    left: tuple[pattern.Formula | None, bool], right: tuple[pattern.Formula | None, bool]
+) -> tuple[pattern.Formula | None, bool]:
+    """``L R`` where each side may also match zero rows: its non-empty matches are
+    ``NL : NR``, plus ``NR`` when L may be empty and ``NL`` when R may be."""
+    (a, an), (b, bn) = left, right
+    out: pattern.Formula | None = None if a is None or b is None else pattern.Contiguous(a, b)
+    if an:
+        out = _or(out, b)
+    if bn:
+        out = _or(out, a)
+    return out, an and bn
+
+
+def _size(phi: pattern.Formula, memo: dict[int, int] | None = None) -> int:
+    """Nodes of the formula as a tree (what construction builds); shared subformulas
+    are counted once per use but computed once (by identity: hashing a formula is as
+    slow as walking its tree)."""
+    memo = {} if memo is None else memo
+    found = memo.get(id(phi))
+    if found is not None:
+        return found
+    size = 1
+    if isinstance(phi, pattern.Filter | pattern.As | pattern.Plus | pattern.ContiguousPlus):
+        size += _size(phi.formula, memo)
+    elif isinstance(phi, pattern.Or | pattern.Contiguous | pattern.Seq):
+        size += _size(phi.left, memo) + _size(phi.right, memo)
+    memo[id(phi)] = size
+    return size

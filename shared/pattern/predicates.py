@@ -1,0 +1,172 @@
+"""The pattern form's first two layers: value expressions over one event (``Expr``) and
+unary predicates on one event (``Pred``), the filter atoms that bind them to variables
+(``FilterExpr``), and the source spans every node carries (``Span``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Span:
+    """1-based line and column of the first character, and of one past the last."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+
+def _span() -> Any:
+    # A fresh Field per use: spans locate errors but never take part in equality.
+    return field(default=None, compare=False, repr=False)
+
+
+Scalar = str | int | float | bool
+
+
+@dataclass(frozen=True)
+class Attr:
+    """An attribute of the event under test, e.g. ``price``."""
+
+    name: str
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Const:
+    """A literal: number, string (quotes removed, escapes resolved) or boolean."""
+
+    value: Scalar
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Arith:
+    """Binary arithmetic, ``op`` one of ``+ - * / %``."""
+
+    op: str
+    left: Expr
+    right: Expr
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Neg:
+    """Unary minus."""
+
+    operand: Expr
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Prev:
+    """``PREV(attr, n)``: ``attr`` of the n-th previous event of the event's partition
+    substream (missing if none): a property of the stream, so still unary."""
+
+    attr: str
+    n: int = 1
+    span: Span | None = _span()
+
+
+Expr = Attr | Const | Arith | Neg | Prev
+
+
+@dataclass(frozen=True)
+class Compare:
+    """``left op right``; ``op`` is normalised to one of ``= != < <= > >=``
+    (the parser maps ``==`` to ``=`` and ``<>`` to ``!=``)."""
+
+    op: str
+    left: Expr
+    right: Expr
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class InList:
+    """``expr [NOT] IN (v1, v2, ...)``."""
+
+    expr: Expr
+    values: tuple[Const, ...]
+    negated: bool = False
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class InRange:
+    """``expr [NOT] IN RANGE(low, high)``: ``low <= expr <= high``."""
+
+    expr: Expr
+    low: Const
+    high: Const
+    negated: bool = False
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class Like:
+    """``expr [NOT] LIKE 'regex'``: the whole string value must match the regex."""
+
+    expr: Expr
+    pattern: str
+    negated: bool = False
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class BoolLit:
+    """``TRUE`` or ``FALSE`` used as a whole predicate."""
+
+    value: bool
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class PNot:
+    operand: Pred
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class PAnd:
+    left: Pred
+    right: Pred
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class POr:
+    left: Pred
+    right: Pred
+    span: Span | None = _span()
+
+
+Pred = Compare | InList | InRange | Like | BoolLit | PNot | PAnd | POr
+
+
+@dataclass(frozen=True)
+class FilterAtom:
+    """``var[pred]``: every event bound to ``var`` must satisfy ``pred``."""
+
+    var: str
+    pred: Pred
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class FilterAnd:
+    left: FilterExpr
+    right: FilterExpr
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
+class FilterOr:
+    left: FilterExpr
+    right: FilterExpr
+    span: Span | None = _span()
+
+
+FilterExpr = FilterAtom | FilterAnd | FilterOr

@@ -1,0 +1,209 @@
+"""A brute-force evaluator of MATCH_RECOGNIZE's semantics: the test oracle.
+
+It shares nothing with the front-end or the engine. Patterns are nested tuples
+(``("var", "A")``, ``("cat", l, r)``, ``("alt", l, r)``, ``("rep", body, lo, hi)``,
+hi None for unbounded); DEFINE conditions are Python functions of the partition's
+rows and a row's index (PREV reads the rows before it).
+
+Which rows a pattern matches is decided by Python's own regular expressions over
+a string with one character per row: variable v is the class of the characters of
+the rows its condition holds on. Python's backtracking tries alternatives left
+first and greedy quantifiers longest first, which is the standard's preferment,
+so ``re.match`` from a start row is the standard's preferred match from that row
+(SQL:2016 AFTER MATCH SKIP). The preferred *labels* of a match (which row is
+which variable) are the first parse, in preferment order, of an explicit
+enumeration of all parses (``_parses``), an iteration that matches no row being
+no iteration.
+
+Semantics implemented (per partition, rows in arrival order):
+
+* ``MATCHES`` (Esper's ALL MATCHES): every interval of rows [s, e] the pattern
+  matches exactly, each once, with the preferred labels among its parses;
+* ``PAST LAST ROW``: from s = 0: the preferred match from s if any (then s = e + 1),
+  else s + 1; ``NEXT ROW``: the same but s + 1 after a match too;
+* WITHIN: late rows (time below one already kept in the partition) are dropped
+  first; a match is kept only if ``t(e) - t(s) <= window`` (the bound is
+  inclusive, as the engine's WITHIN), for PAST LAST ROW / NEXT ROW as a condition
+  on the match from s (sound for the fixed-length patterns they are used with).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+Row = Mapping[str, Any]
+Regex = tuple[Any, ...]
+# A DEFINE condition on row i of its partition's rows (PREV reads rows before i).
+Cond = Callable[[Sequence[Row], int], bool]
+
+
+def variables(r: Regex) -> list[str]:
+    if r[0] == "var":
+        return [r[1]]
+    if r[0] == "rep":
+        return variables(r[1])
+    return variables(r[1]) + variables(r[2])
+
+
+def span(r: Regex) -> tuple[int, float]:
+    """Fewest and most rows of a match (inf: unbounded)."""
+    if r[0] == "var":
+        return 1, 1
+    if r[0] == "rep":
+        lo, hi = span(r[1])
+        return lo * r[2], (float("inf") if r[3] is None else hi * r[3])
+    (a, b), (c, d) = span(r[1]), span(r[2])
+    if r[0] == "cat":
+        return a + c, b + d
+    return min(a, c), max(b, d)
+
+
+def _python_re(r: Regex, classes: Mapping[str, str]) -> str:
+    if r[0] == "var":
+        chars = classes[r[1]]
+        return f"[{chars}]" if chars else "(?!)"
+    if r[0] == "cat":
+        return _python_re(r[1], classes) + _python_re(r[2], classes)
+    if r[0] == "alt":
+        return f"(?:{_python_re(r[1], classes)}|{_python_re(r[2], classes)})"
+    hi = "" if r[3] is None else str(r[3])
+    return f"(?:{_python_re(r[1], classes)}){{{r[2]},{hi}}}"
+
+
+def _parses(r: Regex, ok: Callable[[str, int], bool], i: int, n: int) -> list[tuple[int, str]]:
+    """All ``(end, labels)`` of r from row i (rows < n), in preferment order, without
+    repeats. Labels are one variable letter per row."""
+    out: list[tuple[int, str]] = []
+    if r[0] == "var":
+        if i < n and ok(r[1], i):
+            out = [(i + 1, r[1])]
+    elif r[0] == "alt":
+        out = _parses(r[1], ok, i, n) + _parses(r[2], ok, i, n)
+    elif r[0] == "cat":
+        out = [(k, x + y) for j, x in _parses(r[1], ok, i, n) for k, y in _parses(r[2], ok, j, n)]
+    else:
+        out = _iterations(r, ok, i, n, 0)
+    return list(dict.fromkeys(out))
+
+
+def _iterations(r: Regex, ok: Callable[[str, int], bool], i: int, n: int, done: int) -> list:
+    out: list[tuple[int, str]] = []
+    if r[3] is None or done < r[3]:
+        for j, x in _parses(r[1], ok, i, n):
+            if j > i:
+                out += [(k, x + y) for k, y in _iterations(r, ok, j, n, done + 1)]
+    if done >= r[2]:
+        out.append((i, ""))
+    return out
+
+
+def evaluate(
+    regex: Regex,
+    defines: Mapping[str, Cond],
+    rows: Sequence[Row],
+    *,
+    mode: str,
+    partition: Sequence[str] = (),
+    window: tuple[str, float] | None = None,
+) -> list[tuple[tuple[Any, ...], list[int], str]]:
+    """The matches: ``(key, global row indexes, labels)``, per partition in start order."""
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for g, row in enumerate(rows):
+        key = tuple(row.get(a) for a in partition)
+        if any(v is None for v in key):
+            continue
+        groups.setdefault(key, []).append(g)
+    if window is not None:
+        # A row whose time is below one already kept in its partition is late: it is
+        # no row of the partition (PREV skips it too).
+        for key, idx in groups.items():
+            kept: list[int] = []
+            for g in idx:
+                if not kept or rows[g][window[0]] >= max(rows[k][window[0]] for k in kept):
+                    kept.append(g)
+            groups[key] = kept
+    found = []
+    for key, idx in groups.items():
+        sub = [rows[g] for g in idx]
+        for s, e in _intervals(regex, defines, sub, mode, window):
+            ok = _ok(defines, sub)
+            labels = next(lab for end, lab in _parses(regex, ok, s, e + 1) if end == e + 1)
+            found.append((key, [idx[k] for k in range(s, e + 1)], labels))
+    return found
+
+
+def _ok(defines: Mapping[str, Cond], sub: Sequence[Row]) -> Callable[[str, int], bool]:
+    def ok(var: str, i: int) -> bool:
+        cond = defines.get(var)
+        return True if cond is None else cond(sub, i)
+
+    return ok
+
+
+def _intervals(
+    regex: Regex,
+    defines: Mapping[str, Cond],
+    sub: Sequence[Row],
+    mode: str,
+    window: tuple[str, float] | None,
+) -> list[tuple[int, int]]:
+    chars = [chr(0x100 + i) for i in range(len(sub))]
+    classes = {
+        v: "".join(c for i, c in enumerate(chars) if v not in defines or defines[v](sub, i))
+        for v in set(variables(regex))
+    }
+    compiled = re.compile(_python_re(regex, classes))
+    text = "".join(chars)
+
+    def in_window(s: int, e: int) -> bool:
+        return window is None or sub[e][window[0]] - sub[s][window[0]] <= window[1]
+
+    n = len(sub)
+    if mode == "MATCHES":
+        return [
+            (s, e)
+            for e in range(n)
+            for s in range(e + 1)
+            if compiled.fullmatch(text, s, e + 1) and in_window(s, e)
+        ]
+    out = []
+    s = 0
+    while s < n:
+        m = compiled.match(text, s)
+        if m is not None and m.end() > s and in_window(s, m.end() - 1):
+            out.append((s, m.end() - 1))
+            s = m.end() if mode == "PAST LAST ROW" else s + 1
+        else:
+            s += 1
+    return out
+
+
+def measures(
+    wanted: Sequence[tuple[str, str, str | None, str | None]],
+    rows: Sequence[Row],
+    labels: str,
+) -> dict[str, Any]:
+    """``(name, function, variable, attribute)`` → value, over one match (or prefix)."""
+    out: dict[str, Any] = {}
+    for name, fn, var, attr in wanted:
+        picked = [row for row, lab in zip(rows, labels, strict=True) if var is None or lab == var]
+        values = [row[attr] for row in picked] if attr is not None else []
+        if fn == "COUNT":
+            out[name] = len(picked)
+        elif fn == "FIRST":
+            out[name] = values[0] if values else None
+        elif fn == "LAST":
+            out[name] = values[-1] if values else None
+        elif fn == "SUM":
+            out[name] = sum(values) if values else None
+        elif fn == "MIN":
+            out[name] = min(values) if values else None
+        elif fn == "MAX":
+            out[name] = max(values) if values else None
+        elif fn == "CLASSIFIER":
+            out[name] = labels[-1]
+        else:
+            raise ValueError(fn)
+    return out
