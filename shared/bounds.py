@@ -36,15 +36,21 @@ def automaton_size(plan: QueryPlan) -> AutomatonSize:
     return AutomatonSize(len(cea.states), len(cea.transitions), cea.atoms)
 
 
-def iterations(formula: pattern.Formula) -> Iterator[pattern.Plus]:
-    """Every ``φ+`` in ``formula``, outermost first."""
+def iterations(formula: pattern.Formula) -> Iterator[pattern.Plus | pattern.ContiguousPlus]:
+    """Every ``φ+`` and ``φ:+`` in ``formula``, outermost first (``φ:+`` too: its body
+    may skip events, so it can be as prolific as ``+``)."""
     match formula:
-        case pattern.Plus(formula=inner):
+        case pattern.Plus(formula=inner) | pattern.ContiguousPlus(formula=inner):
             yield formula
             yield from iterations(inner)
         case pattern.As(formula=inner) | pattern.Filter(formula=inner):
             yield from iterations(inner)
-        case pattern.Seq(left=left, right=right) | pattern.Or(left=left, right=right):
+        case (
+            pattern.Seq(left=left, right=right)
+            | pattern.Or(left=left, right=right)
+            | pattern.Contiguous(left=left, right=right)
+            | pattern.Absent(left=left, right=right)
+        ):
             yield from iterations(left)
             yield from iterations(right)
 

@@ -59,6 +59,12 @@ def _formula(phi: pattern.Formula, found: set[tuple[str, int]]) -> pattern.Formu
         return replace(phi, formula=_formula(phi.formula, found))
     if isinstance(phi, pattern.Seq | pattern.Or | pattern.Contiguous):
         return replace(phi, left=_formula(phi.left, found), right=_formula(phi.right, found))
+    if isinstance(phi, pattern.NotEvent):
+        return phi if phi.pred is None else replace(phi, pred=_pred(phi.pred, found))
+    if isinstance(phi, pattern.Absent):
+        pred = None if phi.pred is None else _pred(phi.pred, found)
+        left, right = _formula(phi.left, found), _formula(phi.right, found)
+        return replace(phi, left=left, pred=pred, right=right)
     raise TypeError(f"not a CEL formula: {phi!r}")
 
 

@@ -42,6 +42,9 @@ def cases(broker: str, bad_toml: str) -> dict[str, list[str]]:
         "run: query is a directory": ["run", A_DIRECTORY, EVENTS],
         "run: missing event file": ["run", QUERY, MISSING],
         "run: bad --format": ["run", QUERY, EVENTS, "--format", "xml"],
+        # explain
+        "explain: missing query file": ["explain", MISSING],
+        "explain: query is a directory": ["explain", A_DIRECTORY],
         # worker
         "worker: --batch-size not a number": ["worker", "--batch-size", "many", *no],
         "worker: --batch-size below 1": ["worker", "--batch-size", "-1", *no],
