@@ -19,14 +19,9 @@ from cerfleet.plan import QueryPlan
 
 
 class CompiledQuery(QueryPlan):
-    """A query compiled to its determinised CEA, ready to evaluate streams.
-
-    ``attributes`` is every event attribute the query reads: the type field, the
-    attributes in its filters, the PARTITION BY attributes and the window's clock
-    (the time field of a time window, the attribute of ``WITHIN n [attr]``). Columns
-    of these alone give ``process_columns`` the same result as the whole events
-    (``cerfleet.events.columns.columns_of`` builds them).
-    """
+    """A query compiled to its determinised CEA, ready to evaluate streams: a
+    ``QueryPlan`` (see it for ``attributes`` and the per-event helpers) that also makes
+    evaluators and restores them from snapshots."""
 
     def __init__(
         self,
