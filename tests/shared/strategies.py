@@ -218,18 +218,34 @@ def _has_not(formula: pattern.Formula) -> bool:
 
 
 def _bound(formula: pattern.Formula) -> set[str]:
+    """The variables a filter over ``formula`` may name: bound, and never to a NOT(...)
+    event (the query checker refuses a filter that could narrow one)."""
+    return _bound_any(formula) - _negated(formula)
+
+
+def _negated(formula: pattern.Formula) -> set[str]:
+    """The variables of ``AS`` over a formula holding a NOT(...) event."""
+    if isinstance(formula, pattern.EventType | pattern.NotEvent):
+        return set()
+    if isinstance(formula, pattern.Seq | pattern.Contiguous | pattern.Absent | pattern.Or):
+        return _negated(formula.left) | _negated(formula.right)
+    inner = _negated(formula.formula)
+    if isinstance(formula, pattern.As) and _has_not(formula.formula):
+        inner.add(formula.var)
+    return inner
+
+
+def _bound_any(formula: pattern.Formula) -> set[str]:
     """The variables (event types included) a formula can bind."""
     if isinstance(formula, pattern.EventType):
         return {formula.name}
     if isinstance(formula, pattern.NotEvent):
         return set()  # bound to no variable a filter may name
     if isinstance(formula, pattern.As):
-        if _has_not(formula.formula):
-            return _bound(formula.formula)  # FILTER cannot narrow a NOT(...) event
-        return _bound(formula.formula) | {formula.var}
+        return _bound_any(formula.formula) | {formula.var}
     if isinstance(formula, pattern.Seq | pattern.Contiguous | pattern.Absent | pattern.Or):
-        return _bound(formula.left) | _bound(formula.right)
-    return _bound(formula.formula)
+        return _bound_any(formula.left) | _bound_any(formula.right)
+    return _bound_any(formula.formula)
 
 
 _BINARY: dict[str, Any] = {
