@@ -492,19 +492,25 @@ class Worker:
         topic, partitions = self._checkpoint_topic(keyed_topic)
         ckpt = read_checkpoint(self.scanner, topic, partitions, keyed_topic, partition)
         published: dict[tuple[str, int], int] = {}
+        ends: dict[str, int] = {}
         for out_topic in sorted(self.catalog.output_topics(keyed_topic)):
             try:
                 out_partition = partition % self._partition_count(out_topic)
             except TopicError:
                 continue  # never written
             tp = TopicPartition(out_topic, out_partition)
-            low, high = self.scanner.get_watermark_offsets(tp, timeout=10, cached=False)
+            low, _ = self.scanner.get_watermark_offsets(tp, timeout=10, cached=False)
             start = max(low, ckpt.output_bounds.get(out_topic, 0) if ckpt else 0)
-            for key, seq in published_seqs(
-                scan(self.scanner, tp, start, high, 60), keyed_topic, partition
-            ).items():
+            # To the partition's end as the log shows it, not as ListOffsets says it is.
+            tail = scan(self.scanner, tp, start, None, 60)
+            ends[out_topic] = tail.end
+            for key, seq in published_seqs(tail.records, keyed_topic, partition).items():
                 published[key] = max(seq, published.get(key, -1))
         state = PartitionState.restore(self.catalog, keyed_topic, partition, ckpt, published)
+        for out_topic, end in ends.items():
+            # This partition's later outputs all land after the end just read, so the next
+            # successor need not scan below it even if this owner publishes nothing there.
+            state.output_bounds[out_topic] = max(end, state.output_bounds.get(out_topic, 0))
         log.info(
             "%s[%d]: %s; outputs already published: %s",
             keyed_topic,
