@@ -99,6 +99,9 @@ class WorkerSettings(FleetSettings):
     batch_size: int = Field(10_000, ge=1)
     transactions: bool = False
     registry_wait: float = Field(30.0, gt=0)
+    # The checkpoint on revoke gives up after this long (the group waits for it); the
+    # successor then replays from the previous checkpoint.
+    revoke_timeout: float = Field(10.0, gt=0)
 
 
 def load_settings(cls: type[S], config_file: str | Path | None, flags: dict[str, Any]) -> S:

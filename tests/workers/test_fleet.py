@@ -164,6 +164,26 @@ def test_rebalance_add_two_remove_one(fleet: Fleet, events: list[dict[str, Any]]
     assert second.alive() and third.alive()
 
 
+def test_a_worker_stalled_past_its_session_timeout_repeats_and_loses_nothing(
+    fleet: Fleet, events: list[dict[str, Any]]
+) -> None:
+    """A zombie: SIGSTOP for three session timeouts, so the group gives its partitions to
+    the other worker, then SIGCONT while it still holds fetched records and state."""
+    source, readers = _setup_with_time(fleet, QUERIES)
+    fleet.coordinator()
+    leader = fleet.worker()
+    zombie = fleet.worker()  # not the group's leader: tansu cannot replace a lost leader
+    producer = _produce_in_chunks(fleet, source, _lines(events), chunks=8, pause=1.0)
+    time.sleep(2.5)
+    zombie.pause()
+    time.sleep(6.0)  # session.timeout.ms is 2 s in these tests
+    zombie.resume()
+    producer.join()
+    _check(readers, QUERIES, events, timeout=240)
+    assert leader.alive() and zombie.alive()
+    assert "stalled for over a session timeout" in zombie.tail(100_000)
+
+
 def test_poison_messages_go_to_the_dead_letter_topic(
     fleet: Fleet, events: list[dict[str, Any]]
 ) -> None:
