@@ -26,6 +26,15 @@ starts after j) and ``CONSUME BY ANY`` restarts every partition's. Restarting is
 O(1): the active states are dropped, not scanned, and ANY bumps an epoch that
 each substream compares with its own on its next event.
 
+Idle keys are forgotten: once a PARTITION BY key's substream holds no partial match (every
+run has expired from its window, been consumed, or died), the substream is
+evicted, so memory follows the keys with live runs, not every key ever seen.
+This changes no output: a fresh substream behaves as the idle one would (EVENTS
+clocks only ever compare with each other, and an idle substream has nothing
+for a CONSUME BY ANY restart to drop), except for lateness, which remembers the
+key's latest clock: under a time or attribute window an evicted key keeps that
+one number (``evicted``), and nothing under an EVENTS window or none.
+
 Columnar batches (``process_columns``, see ``batch``) give the same output as
 their rows one by one. The complex events then hold rows rebuilt from the
 columns, or the caller's original events when it passes them (``events=``):
@@ -69,6 +78,8 @@ class QueryEvaluator:
         self.substreams: dict[Key, SubstreamEvaluator] = {}
         self.epoch = 0  # bumped by each CONSUME BY ANY restart
         self.epochs: dict[Key, int] = {}  # the epoch each substream last restarted in
+        # The latest clock of each evicted key, for lateness (time and attribute windows).
+        self.evicted: dict[Key, float] = {}
         self.late = 0
         self.last_late = False
         self.unpartitioned = 0  # events lacking a PARTITION BY attribute
@@ -101,9 +112,12 @@ class QueryEvaluator:
             if clock is not None and clock < sub.last_clock:
                 self.late += 1
                 self.last_late = True
+                self._evict_if_idle(key, sub)
                 return []
         sub.clock += 1
-        return self._advance(sub, key, j, event, query.dcea.letter(event), clock)
+        out = self._advance(sub, key, j, event, query.dcea.letter(event), clock)
+        self._evict_if_idle(key, sub)
+        return out
 
     def process_batch(
         self, events: Iterable[Mapping[str, Any]], positions: Sequence[int] | None = None
@@ -174,6 +188,7 @@ class QueryEvaluator:
             key_clocks = None if clocks is None else clocks[idx]
             at = base + idx if labels is None else labels[idx]
             out += self._run_columns(sub, key, at, letters[idx], key_clocks, row, idx, exact_keys)
+            self._evict_if_idle(key, sub)
         self.unpartitioned += n - in_partitions
         if len(groups) > 1:
             out.sort(key=lambda ce: ce.end)  # stable: one end per key, enumeration order kept
@@ -316,10 +331,23 @@ class QueryEvaluator:
         if sub is None:
             sub = self.substreams[key] = self.query.substream_evaluator()
             self.epochs[key] = self.epoch
+            last = self.evicted.pop(key, None)
+            if last is not None:
+                sub.tick(last)  # an evicted key: its later events are late below this
         elif self.epochs[key] != self.epoch:
             sub.reset()  # a CONSUME BY ANY restart happened since this key's last event
             self.epochs[key] = self.epoch
         return sub
+
+    def _evict_if_idle(self, key: Key, sub: SubstreamEvaluator) -> None:
+        # Without PARTITION BY there is one substream: nothing to gain, and its
+        # reclaimer's sweep rhythm is best left unbroken.
+        if not self.query.partitioned or not sub.idle:
+            return
+        del self.substreams[key]
+        del self.epochs[key]
+        if self.query.clock is not None and sub.last_clock != float("-inf"):
+            self.evicted[key] = sub.last_clock
 
     def _advance(
         self,

@@ -42,6 +42,7 @@ class EvaluatorState(Protocol):
     unpartitioned: int
     substreams: dict[tuple[Any, ...], SubstreamEvaluator]
     epochs: dict[tuple[Any, ...], int]
+    evicted: dict[tuple[Any, ...], float]
 
     @property
     def query(self) -> _Query: ...
@@ -140,6 +141,7 @@ def dump_counted(ev: EvaluatorState) -> tuple[bytes, int]:
         "events": [dict(e) for e in writer.events],
         "nodes": writer.rows,
         "substreams": subs,
+        "evicted": [[list(key), clock] for key, clock in ev.evicted.items()],
     }
     data = zlib.compress(json.dumps(doc, separators=(",", ":")).encode(), 1)
     return data, len(writer.rows)
@@ -184,6 +186,8 @@ def load_into(ev: EvaluatorState, data: bytes) -> None:
         key = tuple(s["key"])
         ev.substreams[key] = sub
         ev.epochs[key] = s["epoch"]
+    # Absent from snapshots taken before idle keys were evicted.
+    ev.evicted = {tuple(key): clock for key, clock in doc.get("evicted", [])}
 
 
 def _child(nodes: list[Node], ref: int) -> Node | None:

@@ -184,6 +184,23 @@ def test_a_worker_stalled_past_its_session_timeout_repeats_and_loses_nothing(
     assert "stalled for over a session timeout" in zombie.tail(100_000)
 
 
+def test_workers_join_and_leave_in_rounds(fleet: Fleet, events: list[dict[str, Any]]) -> None:
+    """Three rounds of one worker joining and the oldest leaving (SIGTERM), the group
+    leader included, while events flow."""
+    source, readers = _setup_with_time(fleet, QUERIES)
+    fleet.coordinator()
+    workers = [fleet.worker(), fleet.worker()]
+    producer = _produce_in_chunks(fleet, source, _lines(events), chunks=10, pause=1.0)
+    for _ in range(3):
+        time.sleep(1.5)
+        workers.append(fleet.worker())
+        time.sleep(2.0)  # the join's rebalance completes: callbacks return at once
+        assert workers.pop(0).terminate() == 0
+    producer.join()
+    _check(readers, QUERIES, events, timeout=240)
+    assert all(w.alive() for w in workers)
+
+
 def test_poison_messages_go_to_the_dead_letter_topic(
     fleet: Fleet, events: list[dict[str, Any]]
 ) -> None:
