@@ -18,19 +18,14 @@ from read_committed readers) and would fence nothing. The cost is one producer
 (a few threads, one connection per broker) per owned keyed partition.
 
 Checkpoint round (every ``checkpoint_interval`` seconds, on revoke and on
-SIGTERM):
-
-1. Flush the producers: every output of the records processed so far is
-   acknowledged (a failed delivery stops the worker before step 3, so the
-   partition is replayed instead of skipped; a flush that runs out of time
-   writes no checkpoint this round).
-2. Produce each changed partition's checkpoint (engine snapshots, next offset,
-   output bounds) to the co-partitioned checkpoint topic, and flush.
-3. Commit the keyed offsets: inside the partition's Kafka transaction when
-   ``transactions`` is on (outputs, checkpoint and offset then commit
-   atomically on brokers that implement transactions), else as a plain commit,
-   which only feeds lag monitoring: the checkpoint is what a successor resumes
-   from.
+SIGTERM): flush the producers, so every output of the records processed so far
+is acknowledged (a failed delivery stops the worker, a flush out of time skips
+the round: the partition is replayed, never skipped); produce each changed
+partition's checkpoint (engine snapshots, next offset, output bounds) to the
+co-partitioned checkpoint topic, and flush; commit the keyed offsets, inside the
+partition's transaction with ``transactions`` (outputs, checkpoint and offset
+commit atomically where transactions are implemented), else as a plain commit
+that only feeds lag monitoring: the checkpoint is what a successor resumes from.
 """
 
 from __future__ import annotations
@@ -260,6 +255,11 @@ class Ownership:
             del self.states[tp]
             self._pending[tp] = None
             self.consumer.pause([KafkaTP(*tp)])
+            producer = self._txn.pop(tp, None)
+            if producer is not None:
+                # Its open transaction holds outputs the restore's read_committed scan
+                # cannot see: abort them, and let the restore make them again.
+                self._close_transactional(tp, producer)
         return True
 
     def _owner_confirmed(self) -> bool:
