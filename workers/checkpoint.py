@@ -232,7 +232,9 @@ def scan(
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
-            msgs = scanner.consume(10_000, 0.2)
+            # consume() waits out its timeout unless the batch fills: short waits let the
+            # read end as soon as partition EOF arrives.
+            msgs = scanner.consume(10_000, 0.02)
             for msg in msgs:
                 err = msg.error()
                 if err is not None:
