@@ -70,6 +70,7 @@ TP = tuple[str, int]
 # The default: a joining or leaving worker moves only the partitions that change owner;
 # the others keep running through the rebalance.
 COOPERATIVE = "cooperative-sticky"
+ASSIGNMENT = "partition.assignment.strategy"
 
 
 class Worker(Ownership):
@@ -94,12 +95,11 @@ class Worker(Ownership):
         self._member: str | None = None
         self._suspect: dict[TP, int] = {}
         s = settings
-        strategy = s.consumer.get(
-            "partition.assignment.strategy",
-            s.kafka.get("partition.assignment.strategy", COOPERATIVE),
-        )
+        strategy = s.consumer.get(ASSIGNMENT, s.kafka.get(ASSIGNMENT, COOPERATIVE))
         protocol = s.consumer.get("group.protocol", s.kafka.get("group.protocol", "classic"))
         self._incremental = "cooperative" in strategy or protocol == "consumer"
+        # KIP-848's protocol assigns on the broker: no client-side strategy then.
+        self._assignment = {} if protocol == "consumer" else {ASSIGNMENT: strategy}
 
     def health(self) -> tuple[bool, str]:
         if self._failure is not None:
@@ -153,7 +153,7 @@ class Worker(Ownership):
                     "enable.auto.commit": "false",
                     "auto.offset.reset": "earliest",
                     "isolation.level": "read_committed",
-                    "partition.assignment.strategy": COOPERATIVE,
+                    **self._assignment,
                     # New keyed topics (new query groups) are found on metadata refresh.
                     "topic.metadata.refresh.interval.ms": "2000",
                 }
