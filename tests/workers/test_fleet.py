@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 import pytest
+from confluent_kafka.admin import AdminClient
 
 from benchmarks.datasets import stock, to_dicts
 from benchmarks.fleet import GLOBAL, PARTITIONED, QUERIES
@@ -184,19 +185,18 @@ def test_a_worker_stalled_past_its_session_timeout_repeats_and_loses_nothing(
     assert "stalled for over a session timeout" in zombie.tail(100_000)
 
 
-# Two keyed topics (the queries' two PARTITION BY groups) of the coordinator's default 8.
-KEYED_PARTITIONS = 2 * 8
-
-
-def _wait_settled(workers: list[Process], total: int, timeout: float) -> None:
-    """Until every worker owns (and has restored) some of the ``total`` keyed partitions
-    and together they own them all: no rebalance is under way."""
+def _wait_settled(fleet: Fleet, workers: list[Process], timeout: float) -> None:
+    """Until every worker owns (and has restored) some keyed partitions and together they
+    own them all: no rebalance is under way."""
+    prefix = fleet.env["CERFLEET_KEYED_TOPIC_PREFIX"]
     deadline = time.monotonic() + timeout
     while True:
+        topics = AdminClient(fleet.kafka.client_config()).list_topics(timeout=10).topics
+        total = sum(len(t.partitions) for name, t in topics.items() if name.startswith(prefix))
         owned = [w.metric("cerfleet_assigned_partitions") for w in workers]
         if all(owned) and sum(owned) == total:
             return
-        assert time.monotonic() < deadline, f"no stable assignment in {timeout} s: {owned}"
+        assert time.monotonic() < deadline, f"unsettled after {timeout} s: {owned} of {total}"
         time.sleep(0.2)
 
 
@@ -212,7 +212,7 @@ def test_workers_join_and_leave_in_rounds(fleet: Fleet, events: list[dict[str, A
         workers.append(fleet.worker())
         # Leave once the join's rebalance is over: on tansu a leader leaving in the
         # middle of one stalls the group for good (a broker gap, not the fleet's).
-        _wait_settled(workers, KEYED_PARTITIONS, 60)
+        _wait_settled(fleet, workers, 60)
         assert workers.pop(0).terminate() == 0
     producer.join()
     _check(readers, QUERIES, events, timeout=240)
