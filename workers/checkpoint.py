@@ -155,22 +155,27 @@ def read_checkpoint(
 ) -> Checkpoint | None:
     """The latest complete checkpoint of ``keyed_topic``'s ``partition``, or None.
 
-    Reads the checkpoint partition's tail, widening backwards until a complete
-    checkpoint of this keyed partition is found (co-partitioned topics find it
-    in the last record)."""
+    Reads the checkpoint partition from near its end to the partition's end
+    (partition EOF), then widens backwards until a complete checkpoint of this
+    keyed partition is found (co-partitioned topics find it in the last record).
+    Where the end is comes from the log itself: a ListOffsets answer only says
+    where to start reading, and a wrong one costs a longer read, never a missed
+    checkpoint (some brokers answer LATEST with less than the end, or with 0
+    while a transaction is open)."""
     tp = TopicPartition(topic, partition % partitions)
-    low, high = scanner.get_watermark_offsets(tp, timeout=timeout, cached=False)
+    low, hint = scanner.get_watermark_offsets(tp, timeout=timeout, cached=False)
+    low = max(0, low)
     key = checkpoint_key(keyed_topic, partition)
-    window = 16
-    end = high
-    while end > low:
+    start = max(low, hint - 16)
+    found = _latest_complete(_checkpoint_records(scan(scanner, tp, start, None, timeout)), key)
+    window = 64
+    end = start
+    while found is None and end > low:
         start = max(low, end - window)
-        found = _latest_complete(_read_range(scanner, tp, start, end, timeout), key)
-        if found is not None:
-            return Checkpoint.decode(found)
+        found = _latest_complete(_checkpoint_records(scan(scanner, tp, start, end, timeout)), key)
         end = start
         window *= 4
-    return None
+    return None if found is None else Checkpoint.decode(found)
 
 
 def _latest_complete(records: list[tuple[bytes | None, bytes, bytes]], key: bytes) -> bytes | None:
@@ -190,12 +195,10 @@ def _latest_complete(records: list[tuple[bytes | None, bytes, bytes]], key: byte
     return newest
 
 
-def _read_range(
-    scanner: Consumer, tp: TopicPartition, start: int, end: int, timeout: float
-) -> list[tuple[bytes | None, bytes, bytes]]:
-    """Records of ``tp`` in [start, end), as (key, chunk header, value)."""
+def _checkpoint_records(scanned: Scan) -> list[tuple[bytes | None, bytes, bytes]]:
+    """The checkpoint chunks among scanned records, as (key, chunk header, value)."""
     out: list[tuple[bytes | None, bytes, bytes]] = []
-    for msg in scan(scanner, tp, start, end, timeout):
+    for msg in scanned.records:
         header = None
         for k, v in header_items(msg):
             if k == CHUNK_HEADER:
@@ -205,31 +208,47 @@ def _read_range(
     return out
 
 
-def scan(scanner: Consumer, tp: TopicPartition, start: int, end: int, timeout: float) -> list[Any]:
-    """Every data record of ``tp`` with an offset in [start, end) (control records and
-    retention gaps make offsets skip, so this stops at ``end`` or at the partition's end)."""
-    if start >= end:
-        return []
+@dataclass
+class Scan:
+    """Records read from a partition, and the offset the read stopped at: the partition's
+    end (as the broker's fetch answered it) when the read went to the end."""
+
+    records: list[Any]
+    end: int
+
+
+def scan(
+    scanner: Consumer, tp: TopicPartition, start: int, end: int | None, timeout: float
+) -> Scan:
+    """Every data record of ``tp`` with an offset in [start, end), or from ``start`` to the
+    partition's end when ``end`` is None: the read stops at partition EOF (the scanner
+    must have ``enable.partition.eof``), whatever ListOffsets would have said. Control
+    records and retention gaps make offsets skip, so it also stops at ``end``."""
+    if end is not None and start >= end:
+        return Scan([], start)
     first = start if start > 0 else OFFSET_BEGINNING
     scanner.assign([TopicPartition(tp.topic, tp.partition, first)])
     out: list[Any] = []
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
-            msgs = scanner.consume(10_000, 0.2)
+            # consume() waits out its timeout unless the batch fills: short waits let the
+            # read end as soon as partition EOF arrives.
+            msgs = scanner.consume(10_000, 0.02)
             for msg in msgs:
                 err = msg.error()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
-                        return out
+                        return Scan(out, max(start, msg.offset() or 0))
                     log.warning("scan %s[%d]: %s", tp.topic, tp.partition, err)
                     continue
                 offset = coordinates(msg)[2]
-                if offset >= end:
-                    return out
+                if end is not None and offset >= end:
+                    return Scan(out, end)
                 out.append(msg)
-                if offset >= end - 1:
-                    return out
-        raise TimeoutError(f"reading {tp.topic}[{tp.partition}] {start}..{end}: over {timeout}s")
+                if end is not None and offset >= end - 1:
+                    return Scan(out, end)
+        upto = "its end" if end is None else str(end)
+        raise TimeoutError(f"reading {tp.topic}[{tp.partition}] {start}..{upto}: over {timeout}s")
     finally:
         scanner.unassign()

@@ -5,26 +5,14 @@ subscription, so new groups are picked up without a restart). Per owned
 keyed partition a worker holds a ``PartitionState`` (one evaluator per query,
 each holding one evaluator per PARTITION BY key).
 
-Checkpoint round (every ``checkpoint_interval`` seconds, on revoke and on
-SIGTERM):
-
-1. Flush the producer: every output of the records processed so far is
-   acknowledged (a failed delivery stops the worker before step 3, so the
-   partition is replayed instead of skipped).
-2. Produce each changed partition's checkpoint (engine snapshots, next offset,
-   output bounds) to the co-partitioned checkpoint topic, and flush.
-3. Commit the keyed offsets: inside the Kafka transaction when
-   ``transactions`` is on (outputs, checkpoints and offsets then commit
-   atomically on brokers that implement transactions), else as a plain commit,
-   which only feeds lag monitoring: the checkpoint is what a successor
-   resumes from.
+Checkpoint rounds, rebalances and takeovers: ``cerfleet.workers.ownership``.
 
 Taking over a partition: read its latest checkpoint, restore the evaluators,
-scan the tail of each output topic the partition writes to for the numbers of
-outputs already published, and seek to the checkpoint's offset. Replaying
-from there recomputes exactly the same outputs, and the published ones are
-skipped, so neither a crash nor a rebalance loses or repeats a complex event
-even on a broker without transaction semantics.
+scan the tail of each output topic the partition writes to (to its end) for
+the numbers of outputs already published, and seek to the checkpoint's offset.
+Replaying from there recomputes exactly the same outputs, and the published
+ones are skipped, so neither a crash nor a rebalance loses or repeats a complex
+event even on a broker without transaction semantics.
 
 A missing output topic is created (``output_partitions``) before the records
 that could publish to it are evaluated. When that fails, the keyed partition
@@ -42,12 +30,10 @@ import logging
 import re
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from functools import partial
 
 from confluent_kafka import (
-    OFFSET_BEGINNING,
     Consumer,
     KafkaError,
     KafkaException,
@@ -56,7 +42,6 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from cerfleet.fleet.commits import commit_with_retry
 from cerfleet.fleet.keyed import (
     ERROR_HEADER,
     ORIGIN_HEADER,
@@ -72,19 +57,23 @@ from cerfleet.fleet.keyed import (
 from cerfleet.fleet.registry import Registry
 from cerfleet.fleet.registry import ensure_topic as ensure_registry_topic
 from cerfleet.fleet.settings import WorkerSettings
-from cerfleet.fleet.topics import TopicError, ensure_topics, partition_count
+from cerfleet.fleet.topics import TopicError, ensure_topics
 from cerfleet.workers.catalog import Catalog
-from cerfleet.workers.checkpoint import read_checkpoint, scan, write_checkpoint
 from cerfleet.workers.metrics import WorkerMetrics
-from cerfleet.workers.outputs import origin, output_key, output_value, published_seqs
+from cerfleet.workers.outputs import origin, output_key, output_value
+from cerfleet.workers.ownership import CheckpointTimeout, Ownership
 from cerfleet.workers.partition import DeadLetter, Output, PartitionState, Record
 
 log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
+# The default: a joining or leaving worker moves only the partitions that change owner;
+# the others keep running through the rebalance.
+COOPERATIVE = "cooperative-sticky"
+ASSIGNMENT = "partition.assignment.strategy"
 
 
-class Worker:
+class Worker(Ownership):
     missing_topic_retry = 5.0  # seconds between attempts to create a missing output topic
 
     def __init__(self, settings: WorkerSettings, metrics: WorkerMetrics | None = None) -> None:
@@ -100,12 +89,17 @@ class Worker:
         self._missing_topics: dict[str, tuple[float, str]] = {}
         # Paused keyed partitions, with the missing output topics they wait for.
         self._blocked: dict[TP, set[str]] = {}
+        self._pending: dict[TP, None] = {}
+        self._txn: dict[TP, Producer] = {}
+        self._stalled = threading.Event()
+        self._member: str | None = None
+        self._suspect: dict[TP, int] = {}
         s = settings
-        strategy = s.consumer.get("partition.assignment.strategy", "") + s.kafka.get(
-            "partition.assignment.strategy", ""
-        )
+        strategy = s.consumer.get(ASSIGNMENT, s.kafka.get(ASSIGNMENT, COOPERATIVE))
         protocol = s.consumer.get("group.protocol", s.kafka.get("group.protocol", "classic"))
         self._incremental = "cooperative" in strategy or protocol == "consumer"
+        # KIP-848's protocol assigns on the broker: no client-side strategy then.
+        self._assignment = {} if protocol == "consumer" else {ASSIGNMENT: strategy}
 
     def health(self) -> tuple[bool, str]:
         if self._failure is not None:
@@ -137,16 +131,16 @@ class Worker:
             "batch.num.messages": "10000",
             "compression.type": "lz4",
         }
-        if s.transactions:
-            # EOS v2 style: fencing comes from the consumer group metadata sent with the
-            # offsets, so the id only has to be unique per process.
-            producer_extra["transactional.id"] = f"{s.group_id}-{uuid.uuid4().hex[:12]}"
+        # With transactions, outputs go through each keyed partition's own transactional
+        # producer (see cerfleet.workers.ownership); this one serves the rest.
         self.producer = Producer(s.producer_config(**producer_extra))
         self.scanner = Consumer(
             s.consumer_config(
                 **{
                     "group.id": f"{s.group_id}-scan",  # never joined: assign() only
                     "enable.auto.commit": "false",
+                    # Reads stop at partition EOF: an empty fetch should say so at once.
+                    "fetch.wait.max.ms": "10",
                     "enable.partition.eof": "true",
                     "isolation.level": "read_committed",
                 }
@@ -159,42 +153,51 @@ class Worker:
                     "enable.auto.commit": "false",
                     "auto.offset.reset": "earliest",
                     "isolation.level": "read_committed",
+                    **self._assignment,
                     # New keyed topics (new query groups) are found on metadata refresh.
                     "topic.metadata.refresh.interval.ms": "2000",
                 }
             )
         )
-        if s.transactions:
-            self.producer.init_transactions(30)
-            self.producer.begin_transaction()
         pattern = "^" + re.escape(s.keyed_topic_prefix) + ".*"
         self.consumer.subscribe(
             [pattern], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
         )
         self.ready = True
+        watching = self._start_stall_watch()
         try:
             last = time.monotonic()
             while not stop.is_set():
                 self.registry.poll(0)
                 msgs = self.consumer.consume(s.batch_size, 0.1)
-                if msgs:
+                if not self._check_stall() and msgs:
                     self._process(msgs)
-                self.producer.poll(0)
+                for producer in self._producers():
+                    producer.poll(0)
                 self._raise_on_failure()
                 if self._blocked:
                     self._retry_blocked()
+                if self._pending:
+                    self._restore_pending()
                 if time.monotonic() - last >= s.checkpoint_interval:
-                    self._checkpoint()
+                    try:
+                        self._checkpoint()
+                    except CheckpointTimeout as exc:
+                        log.warning("no checkpoint this round: %s", exc)
                     last = time.monotonic()
             self._checkpoint()  # SIGTERM: drain and leave a checkpoint behind
         except BaseException:
             self._failure = self._failure or KafkaError(KafkaError._FAIL, "worker stopped")
             raise
         finally:
+            watching.set()
             self.ready = False
             try:
                 self.consumer.close()  # leaves the group now rather than at session timeout
             finally:
+                for tp, producer in list(self._txn.items()):
+                    self._close_transactional(tp, producer)
+                self._txn.clear()
                 self.producer.flush(10)
                 self.scanner.close()
                 self.registry.close()
@@ -233,6 +236,8 @@ class Worker:
             self.metrics.events_in.labels(tp[0]).inc(len(records))
             before = state.counts()
             outputs, dead = state.process(records)
+            if self._check_stall():
+                return  # stopped while evaluating: these outputs may be a successor's now
             self.metrics.count_batch(before, state.counts())
             for out in outputs:
                 self._emit(state, out, received)
@@ -319,6 +324,7 @@ class Worker:
         tag = origin(state.keyed_topic, state.partition, spec.name, out.run.entry.version, out.seq)
         headers: list[tuple[str, str | bytes | None]] = [(ORIGIN_HEADER, tag)]
         self._produce(
+            self._producer_of((state.keyed_topic, state.partition)),
             topic,
             output_value(spec.name, state.keyed_topic, state.partition, out.ce, out.truncated),
             output_key(out.ce),
@@ -345,11 +351,18 @@ class Worker:
             headers.append((QUERY_HEADER, letter.query.encode()))
         self.metrics.dead_letters.labels("worker", letter.reason).inc()
         self._produce(
-            self.settings.dead_letter_topic, rec.value, rec.key, headers, None, self._on_delivery
+            self._producer_of((state.keyed_topic, state.partition)),
+            self.settings.dead_letter_topic,
+            rec.value,
+            rec.key,
+            headers,
+            None,
+            self._on_delivery,
         )
 
     def _produce(
         self,
+        producer: Producer,
         topic: str,
         value: bytes | None,
         key: bytes | None,
@@ -360,11 +373,11 @@ class Worker:
         while True:
             try:
                 if partition is None:
-                    self.producer.produce(
+                    producer.produce(
                         topic, value=value, key=key, headers=headers, on_delivery=on_delivery
                     )
                 else:
-                    self.producer.produce(
+                    producer.produce(
                         topic,
                         value=value,
                         key=key,
@@ -374,7 +387,7 @@ class Worker:
                     )
                 return
             except BufferError:  # local queue full: serve delivery reports, then retry
-                self.producer.poll(0.05)
+                producer.poll(0.05)
 
     def _on_output(self, tp: TP, topic: str, err: KafkaError | None, msg: Message) -> None:
         if err is not None:
@@ -384,163 +397,3 @@ class Worker:
         offset = coordinates(msg)[2]
         if offset > self._delivered.get(key, -1):
             self._delivered[key] = offset
-
-    def _on_delivery(self, err: KafkaError | None, msg: Message) -> None:
-        if err is not None and self._failure is None:
-            self._failure = err
-
-    def _raise_on_failure(self) -> None:
-        if self._failure is not None:
-            # Checkpointing past a lost output would lose it: stop, and let the
-            # successor replay from the last checkpoint.
-            raise KafkaException(self._failure)
-
-    # -- checkpoints ---------------------------------------------------------------
-
-    def _checkpoint(self) -> None:
-        started = time.perf_counter()
-        self.producer.flush(60)
-        self._raise_on_failure()
-        offsets = []
-        for tp, state in self.states.items():
-            if not state.dirty:
-                continue
-            self._update_bounds(tp, state)
-            topic, partitions = self._checkpoint_topic(tp[0])
-            size = write_checkpoint(
-                self.producer, topic, partitions, state.checkpoint(), self._on_delivery
-            )
-            self.metrics.checkpoint_bytes.labels(tp[0], str(tp[1])).set(size)
-            offsets.append(TopicPartition(tp[0], tp[1], state.next_offset))
-            state.dirty = False
-        if not offsets:
-            return
-        self.producer.flush(60)
-        self._raise_on_failure()
-        if self.settings.transactions:
-            self.producer.send_offsets_to_transaction(
-                offsets, self.consumer.consumer_group_metadata(), 30
-            )
-            self.producer.commit_transaction(60)
-            self.producer.begin_transaction()
-        else:
-            commit_with_retry(self.consumer, offsets)
-        self.metrics.checkpoint_seconds.observe(time.perf_counter() - started)
-        self.metrics.active_keys.set(sum(s.active_keys() for s in self.states.values()))
-        self.metrics.tecs_nodes.set(sum(s.tecs_nodes for s in self.states.values()))
-        for tp, state in self.states.items():
-            try:
-                _, high = self.consumer.get_watermark_offsets(TopicPartition(*tp), cached=True)
-            except KafkaException:
-                continue
-            if high is not None and high >= 0:
-                self.metrics.lag.labels(tp[0], str(tp[1])).set(max(0, high - state.next_offset))
-
-    def _update_bounds(self, tp: TP, state: PartitionState) -> None:
-        """Offsets below which none of the partition's future outputs can land."""
-        for topic in self.catalog.output_topics(state.keyed_topic):
-            delivered = self._delivered.get((tp, topic))
-            if delivered is not None:
-                state.output_bounds[topic] = delivered + 1
-            elif topic not in state.output_bounds:
-                try:
-                    partition = state.partition % self._partition_count(topic)
-                    _, high = self.scanner.get_watermark_offsets(
-                        TopicPartition(topic, partition), timeout=10, cached=False
-                    )
-                except (KafkaException, TopicError):
-                    continue  # no such topic yet: the successor scans it whole
-                state.output_bounds[topic] = int(high)
-
-    def _checkpoint_topic(self, keyed_topic: str) -> tuple[str, int]:
-        """The checkpoint topic of a keyed topic: same partition count, so each keyed
-        partition's latest checkpoint is the last record of its own partition."""
-        found = self._checkpoint_topics.get(keyed_topic)
-        if found is None:
-            s = self.settings
-            suffix = keyed_topic.removeprefix(s.keyed_topic_prefix)
-            name = f"{s.checkpoint_topic_prefix}{s.group_id}.{suffix}"
-            ensure_topics(s.client_config(), {name: self._partition_count(keyed_topic)})
-            found = self._checkpoint_topics[keyed_topic] = (name, self._partition_count(name))
-        return found
-
-    def _partition_count(self, topic: str) -> int:
-        n = self._partitions.get(topic)
-        if n is None:
-            n = self._partitions[topic] = partition_count(self.settings.client_config(), topic)
-        return n
-
-    # -- rebalances ----------------------------------------------------------------
-
-    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        self.registry.catch_up(self.settings.registry_wait)
-        for tp in partitions:
-            state = self._recover(tp.topic, tp.partition)
-            self.states[(tp.topic, tp.partition)] = state
-            tp.offset = state.next_offset if state.next_offset > 0 else OFFSET_BEGINNING
-            self.metrics.recoveries.inc()
-        if self._incremental:
-            consumer.incremental_assign(partitions)
-        else:
-            consumer.assign(partitions)
-        self.metrics.assigned.set(len(self.states))
-        where = ", ".join(f"{t.topic}[{t.partition}]@{t.offset}" for t in partitions)
-        log.info("assigned %s", where)
-
-    def _recover(self, keyed_topic: str, partition: int) -> PartitionState:
-        topic, partitions = self._checkpoint_topic(keyed_topic)
-        ckpt = read_checkpoint(self.scanner, topic, partitions, keyed_topic, partition)
-        published: dict[tuple[str, int], int] = {}
-        for out_topic in sorted(self.catalog.output_topics(keyed_topic)):
-            try:
-                out_partition = partition % self._partition_count(out_topic)
-            except TopicError:
-                continue  # never written
-            tp = TopicPartition(out_topic, out_partition)
-            low, high = self.scanner.get_watermark_offsets(tp, timeout=10, cached=False)
-            start = max(low, ckpt.output_bounds.get(out_topic, 0) if ckpt else 0)
-            for key, seq in published_seqs(
-                scan(self.scanner, tp, start, high, 60), keyed_topic, partition
-            ).items():
-                published[key] = max(seq, published.get(key, -1))
-        state = PartitionState.restore(self.catalog, keyed_topic, partition, ckpt, published)
-        state.max_outputs_per_event, state.record_limits = self.settings.partition_limits()
-        log.info(
-            "%s[%d]: %s; outputs already published: %s",
-            keyed_topic,
-            partition,
-            f"checkpoint at offset {ckpt.next_offset}" if ckpt else "no checkpoint",
-            {f"{q}@{v}": s + 1 for (q, v), s in published.items()} or "none",
-        )
-        return state
-
-    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        if self._failure is None:
-            try:
-                self._checkpoint()
-            except KafkaException as exc:
-                log.error("checkpoint on revoke failed; the successor will replay: %s", exc)
-        self._drop(partitions)
-        if self._incremental:
-            consumer.incremental_unassign(partitions)
-        else:
-            consumer.unassign()
-
-    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        # Someone else may own them already: writing a checkpoint now could go back in time.
-        self._drop(partitions)
-
-    def _drop(self, partitions: list[TopicPartition]) -> None:
-        for tp in partitions:
-            self.states.pop((tp.topic, tp.partition), None)
-            if self._blocked.pop((tp.topic, tp.partition), None) is not None:
-                # So that no pause outlives the assignment in the client, to leave the
-                # partition silent if it came back to this worker.
-                try:
-                    self.consumer.resume([TopicPartition(tp.topic, tp.partition)])
-                except KafkaException as exc:
-                    log.debug("resume of %s[%d] on revoke: %s", tp.topic, tp.partition, exc)
-            for key in [k for k in self._delivered if k[0] == (tp.topic, tp.partition)]:
-                del self._delivered[key]
-        self.metrics.assigned.set(len(self.states))
-        self.metrics.blocked.set(len(self._blocked))

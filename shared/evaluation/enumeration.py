@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from cerfleet.complex_event import ComplexEvent
 from cerfleet.evaluation.tecs import BOTTOM, OUTPUT, Node
 
 Marked = tuple[int, Mapping[str, Any], "Marked"] | None
@@ -54,3 +55,22 @@ def _unzip(marked: Marked) -> tuple[tuple[int, ...], tuple[Mapping[str, Any], ..
         positions.append(pos)
         events.append(event)
     return tuple(positions), tuple(events)
+
+
+def complex_events(
+    finals: list[Node], tau: float, j: int, key: Any, limit: int | None, cap: int | None
+) -> tuple[list[ComplexEvent], bool]:
+    """The complex events ending at position ``j`` (of the substream keyed ``key``) from
+    its final nodes: at most ``limit`` (LIMIT: the query asked for no more) and at most
+    ``cap`` (a host's bound); whether ``cap`` cut a complex event off."""
+    if cap is not None and limit is not None and limit <= cap:
+        cap = None  # LIMIT stops first: nothing the query asked for is lost
+    out: list[ComplexEvent] = []
+    for node in finals:
+        for start, positions, events in enumerate_node(node, tau):
+            if cap is not None and len(out) >= cap:
+                return out, True
+            out.append(ComplexEvent(start, j, positions, key, events))
+            if limit is not None and len(out) >= limit:
+                return out, False
+    return out, False

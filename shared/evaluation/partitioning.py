@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cerfleet.cea.vector_predicates import Columns
@@ -59,3 +59,21 @@ def column_length(cols: Mapping[str, np.ndarray]) -> int:
     if len(lengths) > 1:
         raise ValueError(f"columns of different lengths: {sorted(lengths)}")
     return lengths.pop() if lengths else 0
+
+
+def checked_positions(positions: np.ndarray | Sequence[int], n: int, next_free: int) -> np.ndarray:
+    """Labels a caller gave a batch's rows, as an integer array, checked: ``n`` of them,
+    strictly increasing, none below ``next_free``."""
+    labels = np.asarray(positions)
+    if labels.ndim != 1 or len(labels) != n:
+        raise ValueError(f"{len(labels)} positions for {n} events")
+    if not n:
+        return labels.astype(np.int64)
+    if labels.dtype.kind not in "iu":
+        raise TypeError(f"positions must be integers, got {labels.dtype}")
+    if labels[0] < next_free:
+        first = int(labels[0])
+        raise ValueError(f"position {first} is below the next free position {next_free}")
+    if not np.all(labels[1:] > labels[:-1]):
+        raise ValueError("positions must be strictly increasing")
+    return labels

@@ -26,6 +26,15 @@ starts after j) and ``CONSUME BY ANY`` restarts every partition's. Restarting is
 O(1): the active states are dropped, not scanned, and ANY bumps an epoch that
 each substream compares with its own on its next event.
 
+Idle keys are forgotten: once a PARTITION BY key's substream holds no partial match (every
+run has expired from its window, been consumed, or died), the substream is
+evicted, so memory follows the keys with live runs, not every key ever seen.
+This changes no output: a fresh substream behaves as the idle one would (EVENTS
+clocks only ever compare with each other, and an idle substream has nothing
+for a CONSUME BY ANY restart to drop), except for lateness, which remembers the
+key's latest clock: under a time or attribute window an evicted key keeps that
+one number (``evicted``), and nothing under an EVENTS window or none.
+
 Columnar batches (``process_columns``, see ``batch``) give the same output as
 their rows one by one. The complex events then hold rows rebuilt from the
 columns, or the caller's original events when it passes them (``events=``):
@@ -42,9 +51,9 @@ from typing import TYPE_CHECKING, Any
 
 from cerfleet.cea.vector_predicates import RowView
 from cerfleet.complex_event import ComplexEvent, KeyValue
-from cerfleet.evaluation.enumeration import enumerate_node
+from cerfleet.evaluation.enumeration import complex_events
 from cerfleet.evaluation.lag import Lags, lag_groups
-from cerfleet.evaluation.partitioning import column_length, partition_groups
+from cerfleet.evaluation.partitioning import checked_positions, column_length, partition_groups
 from cerfleet.evaluation.relevance import NextRelevant, Relevance
 from cerfleet.evaluation.snapshot import dump
 from cerfleet.evaluation.substream import SubstreamEvaluator
@@ -71,6 +80,8 @@ class QueryEvaluator:
         self.substreams: dict[Key, SubstreamEvaluator] = {}
         self.epoch = 0  # bumped by each CONSUME BY ANY restart
         self.epochs: dict[Key, int] = {}  # the epoch each substream last restarted in
+        # The latest clock of each evicted key, for lateness (time and attribute windows).
+        self.evicted: dict[Key, float] = {}
         self.late = 0
         self.last_late = False
         self.late_rows: list[int] = []  # late rows of the last columnar batch, unordered
@@ -113,15 +124,20 @@ class QueryEvaluator:
             if clock is not None and clock < sub.last_clock:
                 self.late += 1
                 self.last_late = True
+                self._evict_if_idle(key, sub)
                 return []
         sub.clock += 1
         lags = self.lags
         if lags is None:
-            return self._advance(sub, key, j, event, query.dcea.letter(event), clock)
-        # The event keeps its lagged values: the output stage may judge it again.
-        seen = lags.view(key, event)
-        lags.push(key, [lags.own(event)])
-        return self._advance(sub, key, j, seen, query.dcea.letter(seen), clock)
+            out = self._advance(sub, key, j, event, query.dcea.letter(event), clock)
+        else:
+            # The event keeps its lagged values: the output stage may judge it again.
+            seen = lags.view(key, event)
+            lags.push(key, [lags.own(event)])
+            out = self._advance(sub, key, j, seen, query.dcea.letter(seen), clock)
+        # PREV's history is the partition's rows, matched or not: it stays (lag.py).
+        self._evict_if_idle(key, sub)
+        return out
 
     def process_batch(
         self, events: Iterable[Mapping[str, Any]], positions: Sequence[int] | None = None
@@ -135,7 +151,7 @@ class QueryEvaluator:
                 out.extend(self.process(event))
             return out
         events = events if isinstance(events, Sequence) else list(events)
-        labels = self._checked_positions(positions, len(events)).tolist()
+        labels = checked_positions(positions, len(events), self.position).tolist()
         for event, j in zip(events, labels, strict=True):
             out.extend(self.process(event, j))
         return out
@@ -159,7 +175,7 @@ class QueryEvaluator:
         n = column_length(columns) if columns or events is None else len(events)
         if events is not None and len(events) != n:
             raise ValueError(f"{len(events)} events for columns of length {n}")
-        labels = None if positions is None else self._checked_positions(positions, n)
+        labels = None if positions is None else checked_positions(positions, n, self.position)
         query = self.query
         row: Row = RowView(columns).at if events is None else events.__getitem__
         # Restarts that couple all keys, keys of another kind, or clocks that floats
@@ -198,6 +214,7 @@ class QueryEvaluator:
             key_clocks = None if clocks is None else clocks[idx]
             at = base + idx if labels is None else labels[idx]
             out += self._run_columns(sub, key, at, letters[idx], key_clocks, row, idx, exact_keys)
+            self._evict_if_idle(key, sub)
         self.unpartitioned += n - in_partitions
         if len(groups) > 1:
             out.sort(key=lambda ce: ce.end)  # stable: one end per key, enumeration order kept
@@ -235,23 +252,6 @@ class QueryEvaluator:
             if self.last_late:
                 self.late_rows.append(i)
         return out
-
-    def _checked_positions(self, positions: np.ndarray | Sequence[int], n: int) -> np.ndarray:
-        """``positions`` as an integer array, checked: ``n`` of them, strictly
-        increasing, none below ``self.position``."""
-        labels = np.asarray(positions)
-        if labels.ndim != 1 or len(labels) != n:
-            raise ValueError(f"{len(labels)} positions for {n} events")
-        if not n:
-            return labels.astype(np.int64)
-        if labels.dtype.kind not in "iu":
-            raise TypeError(f"positions must be integers, got {labels.dtype}")
-        if labels[0] < self.position:
-            first = int(labels[0])
-            raise ValueError(f"position {first} is below the next free position {self.position}")
-        if not np.all(labels[1:] > labels[:-1]):
-            raise ValueError("positions must be strictly increasing")
-        return labels
 
     def _letters(
         self, columns: Mapping[str, np.ndarray], n: int, originals: bool, row: Row
@@ -345,10 +345,23 @@ class QueryEvaluator:
         if sub is None:
             sub = self.substreams[key] = self.query.substream_evaluator()
             self.epochs[key] = self.epoch
+            last = self.evicted.pop(key, None)
+            if last is not None:
+                sub.tick(last)  # an evicted key: its later events are late below this
         elif self.epochs[key] != self.epoch:
             sub.reset()  # a CONSUME BY ANY restart happened since this key's last event
             self.epochs[key] = self.epoch
         return sub
+
+    def _evict_if_idle(self, key: Key, sub: SubstreamEvaluator) -> None:
+        # Without PARTITION BY there is one substream: nothing to gain, and its
+        # reclaimer's sweep rhythm is best left unbroken.
+        if not self.query.partitioned or not sub.idle:
+            return
+        del self.substreams[key]
+        del self.epochs[key]
+        if self.query.clock is not None and sub.last_clock != float("-inf"):
+            self.evicted[key] = sub.last_clock
 
     def _advance(
         self,
@@ -374,21 +387,10 @@ class QueryEvaluator:
     def _output(
         self, finals: list[Node], tau: float, j: int, key: Key | None
     ) -> list[ComplexEvent]:
-        limit = self.query.limit
-        cap = self.max_outputs
-        if cap is not None and limit is not None and limit <= cap:
-            cap = None  # LIMIT stops first: nothing the query asked for is lost
-        out: list[ComplexEvent] = []
-        for node in finals:
-            for start, positions, events in enumerate_node(node, tau):
-                if cap is not None and len(out) >= cap:
-                    # One more complex event exists: the bound cut this event's output.
-                    self.truncated += 1
-                    self.truncated_ends.append(j)
-                    return out
-                out.append(ComplexEvent(start, j, positions, key, events))
-                if limit is not None and len(out) >= limit:
-                    return out
+        out, cut = complex_events(finals, tau, j, key, self.query.limit, self.max_outputs)
+        if cut:  # one more complex event exists: the bound cut this event's output
+            self.truncated += 1
+            self.truncated_ends.append(j)
         return out
 
     def snapshot(self) -> bytes:

@@ -44,6 +44,7 @@ class EvaluatorState(Protocol):
     substreams: dict[tuple[Any, ...], SubstreamEvaluator]
     epochs: dict[tuple[Any, ...], int]
     lags: Lags | None
+    evicted: dict[tuple[Any, ...], float]
 
     @property
     def query(self) -> _Query: ...
@@ -143,6 +144,7 @@ def dump_counted(ev: EvaluatorState) -> tuple[bytes, int]:
         "nodes": writer.rows,
         "substreams": subs,
         "lags": [] if ev.lags is None else ev.lags.export(),
+        "evicted": [[list(key), clock] for key, clock in ev.evicted.items()],
     }
     data = zlib.compress(json.dumps(doc, separators=(",", ":")).encode(), 1)
     return data, len(writer.rows)
@@ -189,6 +191,8 @@ def load_into(ev: EvaluatorState, data: bytes) -> None:
         key = tuple(s["key"])
         ev.substreams[key] = sub
         ev.epochs[key] = s["epoch"]
+    # Absent from snapshots taken before idle keys were evicted.
+    ev.evicted = {tuple(key): clock for key, clock in doc.get("evicted", [])}
 
 
 def _child(nodes: list[Node], ref: int) -> Node | None:

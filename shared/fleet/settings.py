@@ -118,6 +118,10 @@ class WorkerSettings(FleetSettings):
     # a group must use the same value: outputs are numbered for exactly-once replay.
     max_outputs_per_event: int = Field(10_000, ge=1)
 
+    # The checkpoint on revoke gives up after this long (the group waits for it); the
+    # successor then replays from the previous checkpoint.
+    revoke_timeout: float = Field(10.0, gt=0)
+
     def partition_limits(self) -> tuple[int, RecordLimits]:
         """What each keyed partition's state is bounded by (see ``PartitionState``)."""
         return self.max_outputs_per_event, self.record_limits()

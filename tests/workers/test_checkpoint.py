@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,8 +21,11 @@ from cerfleet.workers.checkpoint import (
     QueryCheckpoint,
     _latest_complete,
     checkpoint_key,
+    read_checkpoint,
+    scan,
     write_checkpoint,
 )
+from tests.kafka_broker import KafkaBroker
 
 names = st.text(min_size=1, max_size=20)
 offsets = st.integers(0, 2**62)
@@ -238,3 +243,50 @@ def test_successive_checkpoints_get_distinct_ids(monkeypatch: pytest.MonkeyPatch
 
 
 KEY_OF_SAMPLE = checkpoint_key(sample().keyed_topic, sample().partition)
+
+
+# ------------------------------------------------- reading back from a broker
+
+
+class LyingScanner(Consumer):
+    """A scanner whose ListOffsets answers ``high`` as the end, as some brokers do (tansu
+    answers a batch's base offset + 1, or 0 while a transaction is open)."""
+
+    high: int | None = None
+
+    def get_watermark_offsets(self, *args: Any, **kwargs: Any) -> Any:
+        low, high = super().get_watermark_offsets(*args, **kwargs)
+        return low, high if self.high is None else self.high
+
+
+@pytest.mark.parametrize("hint", [None, 0, 1, 5], ids=lambda h: f"end-{h}")
+def test_the_latest_checkpoint_is_found_whatever_listoffsets_answers(
+    kafka: KafkaBroker, topic_name: Callable[[str], str], hint: int | None
+) -> None:
+    topic = topic_name("ckpts")
+    kafka.create_topic(topic, 1)
+    producer = Producer({**kafka.client_config(), "linger.ms": "50"})
+    other = Checkpoint("other-keyed", 0, 1)
+    for n in range(40):  # batches of several records: a base offset + 1 is not the end
+        ckpt = sample()
+        ckpt.next_offset = n
+        write_checkpoint(producer, topic, 1, ckpt, None)
+        write_checkpoint(producer, topic, 1, other, None)
+    assert producer.flush(30) == 0
+    scanner = LyingScanner(
+        {
+            **kafka.client_config(),
+            "group.id": "scan",
+            "enable.partition.eof": "true",
+            "enable.auto.commit": "false",
+        }
+    )
+    try:
+        scanner.high = hint
+        ckpt = read_checkpoint(scanner, topic, 1, sample().keyed_topic, sample().partition)
+        assert ckpt is not None and ckpt.next_offset == 39
+        tail = scan(scanner, TopicPartition(topic, 0), 70, None, 30)
+        assert [m.offset() for m in tail.records] == list(range(70, 80))
+        assert tail.end == 80
+    finally:
+        scanner.close()

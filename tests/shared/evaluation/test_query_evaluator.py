@@ -258,3 +258,82 @@ def test_columns_output_complex_events_ending_on_unmarked_events(strategy: str) 
     ):
         out = q.evaluator().process_columns(cols, events=events)
         assert [(ce.start, ce.end, ce.positions) for ce in out] == expected
+
+
+EVICTING = [
+    "SELECT * FROM S WHERE BUY as a ; SELL as b PARTITION BY [name] WITHIN 100 MILLISECONDS",
+    "SELECT * FROM S WHERE BUY as a ; SELL as b PARTITION BY [name] WITHIN 3 EVENTS",
+    "SELECT * FROM S WHERE BUY as a ; SELL as b PARTITION BY [name] WITHIN 100 MILLISECONDS "
+    "CONSUME BY ANY",
+]
+
+
+def _trades(n: int, names: int, seed: int) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    out = []
+    t = 0
+    for _ in range(n):
+        t += rng.randrange(0, 40)
+        # Now and then an event older than its key's latest: late, and must stay late
+        # after the key was evicted.
+        ts = t - rng.randrange(0, 300) if rng.random() < 0.05 else t
+        out.append(
+            {"type": rng.choice(("BUY", "SELL", "HOLD")), "name": rng.randrange(names), "ts": ts}
+        )
+    return out
+
+
+@pytest.mark.parametrize("text", EVICTING)
+@pytest.mark.parametrize("columns", [False, True], ids=["rows", "columns"])
+def test_a_long_expired_key_holds_no_state_and_changes_no_output(text: str, columns: bool) -> None:
+    events = _trades(3000, 5, seed=3)
+    query = compile_query(text, time_field="ts")
+    ev = query.evaluator()
+    got = (
+        ev.process_columns(columns_of(events, query.attributes), events=events)
+        if columns
+        else (ev.process_batch(events))
+    )
+    # Every key is idle or holds a live run; a key long past its window holds nothing.
+    assert all(not sub.idle for sub in ev.substreams.values())
+    assert len(ev.substreams) <= 5
+    expired = {"type": "HOLD", "name": "gone", "ts": events[-1]["ts"]}
+    ev.process(expired)
+    assert ("gone",) not in ev.substreams
+    # The same answer as one evaluator per key that never forgets anything.
+    want = []
+    for key in sorted({e["name"] for e in events}):
+        mine = [(i, e) for i, e in enumerate(events) if e["name"] == key]
+        single = query.evaluator()
+        for i, e in mine:
+            want += [(ce.start, ce.end, ce.positions) for ce in single.process(e, i)]
+    if "CONSUME BY ANY" not in text:  # ANY couples the keys: compare with a restore instead
+        assert sorted((ce.start, ce.end, ce.positions) for ce in got) == sorted(want)
+    # A snapshot keeps the evicted keys' clocks: restored, it goes on exactly.
+    again = query.restore(ev.snapshot())
+    more = _trades(500, 60, seed=4)
+    base = events[-1]["ts"]
+    for e in more:
+        e["ts"] += base
+    assert [ce.positions for ce in again.process_batch(more)] == [
+        ce.positions for ce in ev.process_batch(more)
+    ]
+
+
+def test_an_evicted_key_still_drops_its_late_events() -> None:
+    query = compile_query(EVICTING[0], time_field="ts")
+    ev = query.evaluator()
+    stream = [
+        {"type": "BUY", "name": "k", "ts": 100},
+        {"type": "SELL", "name": "k", "ts": 150},  # (0, 1)
+        {"type": "HOLD", "name": "k", "ts": 300},  # the BUY expires: k is idle, evicted
+        {"type": "BUY", "name": "k", "ts": 250},  # late for k: dropped
+        {"type": "SELL", "name": "k", "ts": 320},  # nothing to pair with
+    ]
+    got = []
+    for event in stream:
+        got += [ce.positions for ce in ev.process(event)]
+        if event["ts"] == 300:
+            assert ev.substreams == {} and ev.evicted == {("k",): 300}
+    assert got == [(0, 1)]
+    assert ev.late == 1

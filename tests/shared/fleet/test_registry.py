@@ -298,6 +298,8 @@ def test_an_existing_registry_topic_is_written_without_a_creation_request(
 ) -> None:
     topic = topic_name("registry")
     kafka.create_topic(topic, 1)
+    # On a broker with the admin API the fixture's own creation went through the spy.
+    creations.clear()
     _write(kafka, topic)
     _write(kafka, topic)
     assert creations == {}

@@ -1,0 +1,400 @@
+"""Which keyed partitions a worker owns, what it resumes them from, and what it leaves behind.
+
+Rebalance callbacks return at once, as Kafka Streams' do: a new partition is assigned
+*paused* and queued; the loop restores it (checkpoint, output tails) between batches of
+the others, seeks it to its checkpoint and resumes it. A callback blocking for a
+restore would hold up the rebalance (on tansu, a leader leaving then stalls the group).
+
+With ``transactions`` each keyed partition has its own transactional producer,
+``transactional.id = <group>.<keyed topic>.<partition>``. An id per keyed
+partition, not per worker process, because the id is how Kafka finds a dead
+or stalled predecessor's open transaction: whichever worker takes the
+partition over calls ``init_transactions`` with the same id, which aborts that
+transaction and fences the predecessor's producer, before the successor reads
+the checkpoint and output tails. An id per process would leave the dead
+transaction open until ``transaction.timeout.ms`` (hiding every later record
+from read_committed readers) and would fence nothing. The cost is one producer
+(a few threads, one connection per broker) per owned keyed partition.
+
+Checkpoint round (every ``checkpoint_interval`` seconds, on revoke and on
+SIGTERM): flush the producers, so every output of the records processed so far
+is acknowledged (a failed delivery stops the worker, a flush out of time skips
+the round: the partition is replayed, never skipped); produce each changed
+partition's checkpoint (engine snapshots, next offset, output bounds) to the
+co-partitioned checkpoint topic, and flush; commit the keyed offsets, inside the
+partition's transaction with ``transactions`` (outputs, checkpoint and offset
+commit atomically where transactions are implemented), else as a plain commit
+that only feeds lag monitoring: the checkpoint is what a successor resumes from.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import TopicPartition as KafkaTP
+
+from cerfleet.fleet.commits import commit_with_retry
+from cerfleet.fleet.registry import Registry
+from cerfleet.fleet.settings import WorkerSettings
+from cerfleet.fleet.topics import TopicError, ensure_topics, partition_count
+from cerfleet.workers.catalog import Catalog
+from cerfleet.workers.checkpoint import read_checkpoint, scan, write_checkpoint
+from cerfleet.workers.metrics import WorkerMetrics
+from cerfleet.workers.outputs import published_seqs
+from cerfleet.workers.partition import PartitionState
+
+log = logging.getLogger(__name__)
+
+TP = tuple[str, int]
+PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
+
+
+class CheckpointTimeout(Exception):
+    """The producers could not be flushed in time: no checkpoint was written."""
+
+
+class Ownership:
+    """The worker's owned partitions: rebalance callbacks, restores, checkpoint rounds."""
+
+    settings: WorkerSettings
+    metrics: WorkerMetrics
+    states: dict[TP, PartitionState]
+    registry: Registry
+    catalog: Catalog
+    producer: Producer
+    consumer: Consumer
+    scanner: Consumer
+    _failure: KafkaError | None
+    _delivered: dict[tuple[TP, str], int]
+    _partitions: dict[str, int]
+    _checkpoint_topics: dict[str, tuple[str, int]]
+    _blocked: dict[TP, set[str]]
+    _incremental: bool
+    # Assigned (paused) but not yet restored, in assignment order.
+    _pending: dict[TP, None]
+    # transactions: the producer of each owned keyed partition.
+    _txn: dict[TP, Producer]
+    # Stalls (see _check_stall): set by the ticker thread, the member id the last
+    # rebalance callback saw, and the partitions to probe ownership with.
+    _stalled: threading.Event
+    _member: str | None
+    _suspect: dict[TP, int]
+
+    # -- producers ---------------------------------------------------------------------
+
+    def _producer_of(self, tp: TP) -> Producer:
+        return self._txn.get(tp, self.producer) if self.settings.transactions else self.producer
+
+    def _producers(self) -> list[Producer]:
+        return [self.producer, *self._txn.values()]
+
+    def _transactional_producer(self, tp: TP) -> Producer:
+        """The partition's own transactional producer; creating it aborts whatever
+        transaction a previous owner left open under the same id, and fences it."""
+        s = self.settings
+        producer = Producer(
+            s.producer_config(
+                **{
+                    "enable.idempotence": "true",
+                    "linger.ms": "5",
+                    "batch.num.messages": "10000",
+                    "compression.type": "lz4",
+                    "transactional.id": f"{s.group_id}.{tp[0]}.{tp[1]}",
+                }
+            )
+        )
+        producer.init_transactions(60)
+        producer.begin_transaction()
+        return producer
+
+    def _on_delivery(self, err: KafkaError | None, msg: object) -> None:
+        # Purged records are those of a transaction aborted on release: the partition's
+        # next owner replays them.
+        if err is not None and self._failure is None and err.code() not in PURGED:
+            self._failure = err
+
+    def _raise_on_failure(self) -> None:
+        if self._failure is not None:
+            # Checkpointing past a lost output would lose it: stop, and let the
+            # successor replay from the last checkpoint.
+            raise KafkaException(self._failure)
+
+    def _flush(self, deadline: float) -> None:
+        for producer in self._producers():
+            left = producer.flush(max(0.0, deadline - time.monotonic()))
+            if left:
+                raise CheckpointTimeout(f"{left} records still unacknowledged")
+        self._raise_on_failure()
+
+    # -- checkpoints -------------------------------------------------------------------
+
+    def _checkpoint(self, timeout: float = 60.0) -> None:
+        started = time.perf_counter()
+        deadline = time.monotonic() + timeout
+        self._flush(deadline)
+        offsets: dict[TP, KafkaTP] = {}
+        for tp, state in self.states.items():
+            if not state.dirty:
+                continue
+            self._update_bounds(tp, state)
+            topic, partitions = self._checkpoint_topic(tp[0])
+            size = write_checkpoint(
+                self._producer_of(tp), topic, partitions, state.checkpoint(), self._on_delivery
+            )
+            self.metrics.checkpoint_bytes.labels(tp[0], str(tp[1])).set(size)
+            offsets[tp] = KafkaTP(tp[0], tp[1], state.next_offset)
+            state.dirty = False
+        if not offsets:
+            return
+        self._flush(deadline)
+        if self.settings.transactions:
+            group = self.consumer.consumer_group_metadata()
+            for tp, offset in offsets.items():
+                producer = self._txn[tp]
+                left = max(1.0, deadline - time.monotonic())
+                producer.send_offsets_to_transaction([offset], group, left)
+                producer.commit_transaction(max(1.0, deadline - time.monotonic()))
+                producer.begin_transaction()
+        else:
+            commit_with_retry(self.consumer, list(offsets.values()))
+        self.metrics.checkpoint_seconds.observe(time.perf_counter() - started)
+        self.metrics.active_keys.set(sum(s.active_keys() for s in self.states.values()))
+        self.metrics.tecs_nodes.set(sum(s.tecs_nodes for s in self.states.values()))
+        for tp, state in self.states.items():
+            try:
+                _, high = self.consumer.get_watermark_offsets(KafkaTP(*tp), cached=True)
+            except KafkaException:
+                continue
+            if high is not None and high >= 0:
+                self.metrics.lag.labels(tp[0], str(tp[1])).set(max(0, high - state.next_offset))
+
+    def _update_bounds(self, tp: TP, state: PartitionState) -> None:
+        """Offsets below which none of the partition's future outputs can land."""
+        for topic in self.catalog.output_topics(state.keyed_topic):
+            delivered = self._delivered.get((tp, topic))
+            if delivered is not None:
+                state.output_bounds[topic] = delivered + 1
+            elif topic not in state.output_bounds:
+                # A topic that did not exist at the takeover. ListOffsets is only used as a
+                # lower bound here: the wrong answers seen from brokers are too low (which
+                # makes the successor scan more), never above the end.
+                try:
+                    partition = state.partition % self._partition_count(topic)
+                    low, _ = self.scanner.get_watermark_offsets(
+                        KafkaTP(topic, partition), timeout=10, cached=False
+                    )
+                except (KafkaException, TopicError):
+                    continue  # no such topic yet: the successor scans it whole
+                state.output_bounds[topic] = int(low)
+
+    def _checkpoint_topic(self, keyed_topic: str) -> tuple[str, int]:
+        """The checkpoint topic of a keyed topic: same partition count, so each keyed
+        partition's latest checkpoint is the last record of its own partition."""
+        found = self._checkpoint_topics.get(keyed_topic)
+        if found is None:
+            s = self.settings
+            suffix = keyed_topic.removeprefix(s.keyed_topic_prefix)
+            name = f"{s.checkpoint_topic_prefix}{s.group_id}.{suffix}"
+            ensure_topics(s.client_config(), {name: self._partition_count(keyed_topic)})
+            found = self._checkpoint_topics[keyed_topic] = (name, self._partition_count(name))
+        return found
+
+    def _partition_count(self, topic: str) -> int:
+        n = self._partitions.get(topic)
+        if n is None:
+            n = self._partitions[topic] = partition_count(self.settings.client_config(), topic)
+        return n
+
+    # -- stalls -------------------------------------------------------------------------
+
+    def _session_timeout(self) -> float:
+        s = self.settings
+        ms = s.consumer.get("session.timeout.ms", s.kafka.get("session.timeout.ms", "45000"))
+        return float(ms) / 1000
+
+    def _start_stall_watch(self) -> threading.Event:
+        """Starts the ticker thread; setting the event returned stops it."""
+        stop = threading.Event()
+        threading.Thread(
+            target=self._watch_stalls, args=(stop,), name="stall-watch", daemon=True
+        ).start()
+        return stop
+
+    def _watch_stalls(self, stop: threading.Event) -> None:
+        """A ticker thread: a gap of over a session timeout between its ticks means the
+        whole process stood still (SIGSTOP, a VM pause), heartbeats included."""
+        limit = self._session_timeout()
+        last = time.monotonic()
+        while not stop.wait(0.1):
+            now = time.monotonic()
+            if now - last > limit:
+                self._stalled.set()
+            last = now
+
+    def _check_stall(self) -> bool:
+        """Whether the partitions may have been lost to a stall (see ``_watch_stalls``).
+        The group may have given them to a successor meanwhile, so what was fetched or
+        evaluated since must not be published and no checkpoint written: each partition
+        goes back to being restored (from its checkpoint and the output tails, once all
+        is flushed), and nothing is restored until the group confirms that this member
+        still owns them."""
+        if not self._stalled.is_set():
+            return False
+        self._stalled.clear()
+        log.warning("stalled for over a session timeout: the partitions may have moved on")
+        try:
+            self._flush(time.monotonic() + self.settings.revoke_timeout)
+        except CheckpointTimeout as exc:
+            log.error("flush after a stall: %s", exc)
+        for tp, state in list(self.states.items()):
+            self._suspect[tp] = state.next_offset
+            del self.states[tp]
+            self._pending[tp] = None
+            self.consumer.pause([KafkaTP(*tp)])
+            producer = self._txn.pop(tp, None)
+            if producer is not None:
+                # Its open transaction holds outputs the restore's read_committed scan
+                # cannot see: abort them, and let the restore make them again.
+                self._close_transactional(tp, producer)
+        return True
+
+    def _owner_confirmed(self) -> bool:
+        """After a stall: whether this member still owns what it held (the same member id
+        as at the last rebalance, and the group accepts its offset commit)."""
+        if not self._suspect:
+            return True
+        owned = {tp: o for tp, o in self._suspect.items() if tp in self._pending}
+        if owned:
+            try:
+                if self.consumer.memberid() != self._member:
+                    raise KafkaException(KafkaError(KafkaError.UNKNOWN_MEMBER_ID))
+                self.consumer.commit(
+                    offsets=[KafkaTP(t, p, o) for (t, p), o in owned.items()],
+                    asynchronous=False,
+                )
+            except KafkaException as exc:
+                log.info("ownership not confirmed yet: %s", exc)
+                return False
+        log.info("still the owner after the stall: restoring %d partitions", len(owned))
+        self._suspect.clear()
+        return True
+
+    # -- rebalances --------------------------------------------------------------------
+
+    def _on_assign(self, consumer: Consumer, partitions: list[KafkaTP]) -> None:
+        self._member = consumer.memberid()
+        # Returns at once: the restore happens in the loop (_restore_pending). Assigned
+        # paused, so nothing is fetched before the seek to the checkpoint's offset.
+        if self._incremental:
+            consumer.incremental_assign(partitions)
+        else:
+            consumer.assign(partitions)
+        if partitions:
+            consumer.pause(partitions)
+        for tp in partitions:
+            self._pending[(tp.topic, tp.partition)] = None
+        where = ", ".join(f"{t.topic}[{t.partition}]" for t in partitions)
+        log.info("assigned %s (restoring)", where or "nothing")
+
+    def _restore_pending(self) -> None:
+        """Restore one pending partition, seek it to its checkpoint and resume it."""
+        if not self._owner_confirmed():
+            return
+        tp = next(iter(self._pending))
+        self.registry.catch_up(self.settings.registry_wait)
+        if self.settings.transactions and tp not in self._txn:
+            self._txn[tp] = self._transactional_producer(tp)
+        state = self._recover(*tp)
+        del self._pending[tp]
+        self.states[tp] = state
+        offset = state.next_offset if state.next_offset > 0 else OFFSET_BEGINNING
+        self.consumer.seek(KafkaTP(tp[0], tp[1], offset))
+        self.consumer.resume([KafkaTP(*tp)])
+        self.metrics.recoveries.inc()
+        self.metrics.assigned.set(len(self.states))
+        log.info("%s[%d] resumed at offset %d", tp[0], tp[1], state.next_offset)
+
+    def _recover(self, keyed_topic: str, partition: int) -> PartitionState:
+        topic, partitions = self._checkpoint_topic(keyed_topic)
+        ckpt = read_checkpoint(self.scanner, topic, partitions, keyed_topic, partition)
+        published: dict[tuple[str, int], int] = {}
+        ends: dict[str, int] = {}
+        for out_topic in sorted(self.catalog.output_topics(keyed_topic)):
+            try:
+                out_partition = partition % self._partition_count(out_topic)
+            except TopicError:
+                continue  # never written
+            tp = KafkaTP(out_topic, out_partition)
+            low, _ = self.scanner.get_watermark_offsets(tp, timeout=10, cached=False)
+            start = max(low, ckpt.output_bounds.get(out_topic, 0) if ckpt else 0)
+            # To the partition's end as the log shows it, not as ListOffsets says it is.
+            tail = scan(self.scanner, tp, start, None, 60)
+            ends[out_topic] = tail.end
+            for key, seq in published_seqs(tail.records, keyed_topic, partition).items():
+                published[key] = max(seq, published.get(key, -1))
+        state = PartitionState.restore(self.catalog, keyed_topic, partition, ckpt, published)
+        state.max_outputs_per_event, state.record_limits = self.settings.partition_limits()
+        for out_topic, end in ends.items():
+            # This partition's later outputs all land after the end just read, so the next
+            # successor need not scan below it even if this owner publishes nothing there.
+            state.output_bounds[out_topic] = max(end, state.output_bounds.get(out_topic, 0))
+        log.info(
+            "%s[%d]: %s; outputs already published: %s",
+            keyed_topic,
+            partition,
+            f"checkpoint at offset {ckpt.next_offset}" if ckpt else "no checkpoint",
+            {f"{q}@{v}": s + 1 for (q, v), s in published.items()} or "none",
+        )
+        return state
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[KafkaTP]) -> None:
+        self._member = consumer.memberid()
+        if self._failure is None:
+            try:
+                # Bounded: the group waits for this callback.
+                self._checkpoint(self.settings.revoke_timeout)
+            except (KafkaException, CheckpointTimeout) as exc:
+                log.error("checkpoint on revoke failed; the successor will replay: %s", exc)
+        self._drop(partitions)
+        if self._incremental:
+            consumer.incremental_unassign(partitions)
+        else:
+            consumer.unassign()
+
+    def _on_lost(self, consumer: Consumer, partitions: list[KafkaTP]) -> None:
+        # Someone else may own them already: writing a checkpoint now could go back in time.
+        self._member = consumer.memberid()
+        self._drop(partitions)
+
+    def _drop(self, partitions: list[KafkaTP]) -> None:
+        for tp in partitions:
+            key = (tp.topic, tp.partition)
+            self.states.pop(key, None)
+            self._pending.pop(key, None)
+            self._suspect.pop(key, None)
+            producer = self._txn.pop(key, None)
+            if producer is not None:
+                self._close_transactional(key, producer)
+            if self._blocked.pop(key, None) is not None:
+                # So that no pause outlives the assignment in the client, to leave the
+                # partition silent if it came back to this worker.
+                try:
+                    self.consumer.resume([KafkaTP(tp.topic, tp.partition)])
+                except KafkaException as exc:
+                    log.debug("resume of %s[%d] on revoke: %s", tp.topic, tp.partition, exc)
+            for k in [k for k in self._delivered if k[0] == key]:
+                del self._delivered[k]
+        self.metrics.assigned.set(len(self.states))
+        self.metrics.blocked.set(len(self._blocked))
+
+    def _close_transactional(self, tp: TP, producer: Producer) -> None:
+        """Abort what the partition's transaction holds beyond its last checkpoint (the
+        successor replays it); a fenced producer has nothing left to abort."""
+        try:
+            producer.abort_transaction(min(10.0, self.settings.revoke_timeout))
+        except KafkaException as exc:
+            log.info("%s[%d]: abort on release: %s", tp[0], tp[1], exc)
+        producer.flush(0)
