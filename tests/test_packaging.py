@@ -26,7 +26,8 @@ def test_the_wheel_installs_only_cerfleet(tmp_path: Path) -> None:
         "cerfleet/workers/worker.py",
         "cerfleet/workers/backfill/backfill_job.py",
         "cerfleet/fleet/registry.py",
-        "cerfleet/pattern.py",
+        "cerfleet/pattern/__init__.py",
+        "cerfleet/match_recognize/grammar.lark",
         "cerfleet/ceql/grammar.lark",
         "cerfleet/fleet/examples/stock.jsonl",
     ):
