@@ -149,4 +149,5 @@ def test_an_output_record_too_large_to_publish_drops_its_events_then_its_sources
     assert len(value) <= MAX_OUTPUT_BYTES
     assert orjson.loads(value)["omitted"] == ["events", "sources"]
     small = orjson.loads(record_value("q", None, ce, ce.events[:1], sources[:1]))
-    assert "omitted" not in small and "positions" not in small
+    # Positions are in every record now (they are cerfleet run's), omitted or not.
+    assert "omitted" not in small and small["positions"] == list(ce.positions)

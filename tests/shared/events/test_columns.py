@@ -126,7 +126,12 @@ def check_columns_match_rows(
         rows.late,
         rows.unpartitioned,
     ), context
-    assert repr(list(cols.substreams)) == repr(list(rows.substreams)), context
+
+    # No partial match the row path holds is missing from the columnar path. Which
+    # idle substreams exist differs: each path evicts a key when it finds it idle, and
+    # a batch looks at a key (and prunes its expired runs) less often than rows do.
+    live = {key for key, sub in rows.substreams.items() if not sub.idle}
+    assert live <= set(cols.substreams), context
 
 
 # Value flavours for one attribute of a whole stream, so that columns of every
