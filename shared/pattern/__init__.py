@@ -69,6 +69,7 @@ from cerfleet.pattern.predicates import (
     BoolLit,
     Compare,
     Const,
+    Correlation,
     Expr,
     FilterAnd,
     FilterAtom,
@@ -85,6 +86,7 @@ from cerfleet.pattern.predicates import (
     Prev,
     Scalar,
     Span,
+    VarAttr,
 )
 
 __all__ = [
@@ -101,6 +103,7 @@ __all__ = [
     "Consume",
     "Contiguous",
     "ContiguousPlus",
+    "Correlation",
     "EventDecl",
     "EventType",
     "Expr",
@@ -128,6 +131,7 @@ __all__ = [
     "Span",
     "Strategy",
     "StreamDecl",
+    "VarAttr",
     "Window",
     "WindowKind",
 ]
