@@ -36,6 +36,7 @@ import time
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTP
 
+from cerfleet.fleet.batching import BATCHED_PRODUCER
 from cerfleet.fleet.commits import commit_with_retry
 from cerfleet.fleet.registry import Registry
 from cerfleet.fleet.settings import WorkerSettings
@@ -98,10 +99,7 @@ class Ownership:
         producer = Producer(
             s.producer_config(
                 **{
-                    "enable.idempotence": "true",
-                    "linger.ms": "5",
-                    "batch.num.messages": "10000",
-                    "compression.type": "lz4",
+                    **BATCHED_PRODUCER,
                     "transactional.id": f"{s.group_id}.{tp[0]}.{tp[1]}",
                 }
             )
