@@ -175,7 +175,7 @@ class Worker(Ownership):
                     self._restore_pending()
                 if time.monotonic() - last >= s.checkpoint_interval:
                     try:
-                        self._checkpoint()
+                        self._checkpoint(periodic=True)
                     except CheckpointTimeout as exc:
                         log.warning("no checkpoint this round: %s", exc)
                     last = time.monotonic()
