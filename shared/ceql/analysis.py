@@ -79,6 +79,7 @@ def _walk(formula: pattern.Formula) -> Iterator[pattern.Formula]:
             | pattern.Contiguous(left=left, right=right)
             | pattern.Absent(left=left, right=right)
             | pattern.Or(left=left, right=right)
+            | pattern.And(left=left, right=right)
         ):
             yield from _walk(left)
             yield from _walk(right)

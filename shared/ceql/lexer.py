@@ -124,8 +124,9 @@ def _mark_filter(toks: list[Token], i: int) -> int:
         elif tok.type == "RPAR" and groups > 0:
             groups -= 1
             i += 1
-        elif tok.type == "AND" or (tok.type == "OR" and (groups > 0 or _starts_atom(toks, i + 1))):
-            # AND has no formula-level meaning, so it always continues the filter.
+        elif tok.type in ("AND", "OR") and (groups > 0 or _starts_atom(toks, i + 1)):
+            # Followed by a filter atom it continues the filter; otherwise it is the
+            # formula's (`φ FILTER x[p] AND ψ` conjoins ψ with the filtered φ).
             toks[i] = _retyped(tok, "FILTER_" + tok.type)
             want_atom = True
             i += 1

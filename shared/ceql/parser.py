@@ -230,6 +230,9 @@ class _ToAst(PredicateTree):
     def or_(self, meta: Meta, children: list[Any]) -> pattern.Or:
         return pattern.Or(children[0], children[2], span_of(meta))
 
+    def and_(self, meta: Meta, children: list[Any]) -> pattern.And:
+        return pattern.And(children[0], children[2], span_of(meta))
+
     def filtered(self, meta: Meta, children: list[Any]) -> pattern.Filter:
         return pattern.Filter(children[0], children[2], span_of(meta))
 

@@ -157,7 +157,7 @@ def _connective(node: _Connective, left: str, right: str) -> str:
 # ------------------------------------------------------------------ CEL formulas
 
 # Binding strength of each formula node as printed bare (higher binds tighter).
-_ATOM, _POSTFIX, _SEQ, _OR, _FILTER = 4, 3, 2, 1, 0
+_ATOM, _POSTFIX, _SEQ, _AND, _OR, _FILTER = 5, 4, 3, 2, 1, 0
 
 
 def _level(formula: pattern.Formula) -> int:
@@ -167,6 +167,8 @@ def _level(formula: pattern.Formula) -> int:
         return _POSTFIX
     if isinstance(formula, pattern.Seq | pattern.Contiguous | pattern.Absent):
         return _SEQ
+    if isinstance(formula, pattern.And):
+        return _AND
     if isinstance(formula, pattern.Or):
         return _OR
     return _FILTER
@@ -197,7 +199,9 @@ def format_formula(formula: pattern.Formula) -> str:
         left, right = _operand(formula.left, _SEQ), _operand(formula.right, _POSTFIX)
         return f"{left} ; !{excluded} ; {right}"
     if isinstance(formula, pattern.Or):
-        return f"{_operand(formula.left, _OR)} OR {_operand(formula.right, _SEQ)}"
+        return f"{_operand(formula.left, _OR)} OR {_operand(formula.right, _AND)}"
+    if isinstance(formula, pattern.And):
+        return f"{_operand(formula.left, _AND)} AND {_operand(formula.right, _SEQ)}"
     if isinstance(formula, pattern.Filter):
         # FILTER takes everything on its left. The grammar would also read a
         # filtered formula as the left operand of `;`, OR or another FILTER

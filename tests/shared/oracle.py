@@ -24,6 +24,10 @@ Semantics choices beyond the paper (the engine must agree):
   (clock below the maximum clock already kept in the substream) are removed
   from the substream before evaluation.
 
+* ``φ1 AND φ2`` (not in the paper): a valuation of φ1 and one of φ2 with the same
+  end give the valuation from the smaller start to that end binding each variable to
+  the union of its positions in both.
+
 Selection strategies and consumption policies (also beyond the paper):
 
 * Order of evaluation, per substream: late events are dropped, then every
@@ -248,7 +252,26 @@ def evaluate_formula(
         )
     if isinstance(formula, pattern.ContiguousPlus):
         return _iterate(evaluate_formula(formula.formula, events, type_field), contiguous=True)
+    if isinstance(formula, pattern.And):
+        return _conjoin(
+            evaluate_formula(formula.left, events, type_field),
+            evaluate_formula(formula.right, events, type_field),
+        )
     raise TypeError(f"not a formula: {formula!r}")
+
+
+def _conjoin(left: Iterable[Valuation], right: Iterable[Valuation]) -> set[Valuation]:
+    """``⦇φ1 AND φ2⦈``: every pair of valuations with the same end, joined: the earlier
+    start, the common end, each variable bound to the union of its two sets."""
+    right = list(right)
+    out: set[Valuation] = set()
+    for v1 in left:
+        for v2 in right:
+            if v1.end != v2.end:
+                continue
+            mu = {var: v1.get(var) | v2.get(var) for var, _ in (*v1.mu, *v2.mu)}
+            out.add(Valuation.make(min(v1.start, v2.start), v1.end, mu))
+    return out
 
 
 def _apply_filter(

@@ -219,6 +219,8 @@ def _with_operator(data: st.DataObject, operator: str) -> tuple[pattern.Pattern,
         excluded = data.draw(st.sampled_from(EVENT_TYPES), label="excluded")
         pred = data.draw(st.one_of(st.none(), predicates(max_depth=1)), label="pred")
         where = pattern.Seq(where, pattern.NotEvent(excluded, pred))
+    elif operator == "AND":
+        where = _conjunction(data, where)
     else:
         kind = data.draw(st.sampled_from(tuple(pattern.WindowKind)), label="window")
         unit = "MILLISECONDS" if kind is pattern.WindowKind.TIME else None
@@ -230,7 +232,21 @@ def _with_operator(data: st.DataObject, operator: str) -> tuple[pattern.Pattern,
     return query, stream
 
 
-@pytest.mark.parametrize("operator", [":", ":+", "WITHIN 0", "; ! ;", "NOT"])
+def _conjunction(data: st.DataObject, where: pattern.Formula) -> pattern.Formula:
+    """``where AND ψ``, or a conjunction of two small formulas inside a sequence or an
+    iteration (so the product automaton is also an operand)."""
+    right = data.draw(formulas(max_size=4, max_plus_depth=1), label="right")
+    shape = data.draw(st.sampled_from(("top", "top", "seq", "plus")), label="shape")
+    if shape == "top":
+        return pattern.And(where, right)
+    left = data.draw(formulas(max_size=3, max_plus_depth=0), label="left")
+    if shape == "seq":
+        return pattern.Seq(where, pattern.And(left, right))
+    small = data.draw(formulas(max_size=2, max_plus_depth=0), label="small")
+    return pattern.Seq(where, pattern.Plus(pattern.And(left, small)))
+
+
+@pytest.mark.parametrize("operator", [":", ":+", "WITHIN 0", "; ! ;", "NOT", "AND"])
 # Drawing a query, a second formula and a stream is slow next to the default budget
 # on a loaded machine; what is drawn does not change.
 @settings(
@@ -241,7 +257,7 @@ def _with_operator(data: st.DataObject, operator: str) -> tuple[pattern.Pattern,
 )
 @given(data=st.data())
 def test_contiguity_and_empty_windows_match_oracle(operator: str, data: st.DataObject) -> None:
-    """Each of CORE C++'s contiguous operators, ε = 0, absence between events and
-    NOT(...), in every example."""
+    """Each of CORE C++'s contiguous operators, ε = 0, absence between events,
+    NOT(...) and pattern conjunction, in every example."""
     query, stream = _with_operator(data, operator)
     check_against_oracle(query, stream)
