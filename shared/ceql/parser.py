@@ -221,6 +221,14 @@ class _ToAst(PredicateTree):
             return pattern.PAnd(left, right, filter_.span)
         return pattern.POr(left, right, filter_.span)
 
+    def qualified(self, meta: Meta, children: list[Any]) -> pattern.Filter:
+        """``S>E``: the event type E filtered on its own event by its stream."""
+        stream, _gt, name = children
+        span = span_of(meta)
+        qualifier = pattern.InStream((stream.value,), span)
+        atom = pattern.FilterAtom(name.value, qualifier, span)
+        return pattern.Filter(pattern.EventType(name.value, token_span(name)), atom, span)
+
     def cseq(self, meta: Meta, children: list[Any]) -> pattern.Contiguous:
         return pattern.Contiguous(children[0], children[1], span_of(meta))
 

@@ -49,6 +49,12 @@ def register(subparsers: Any) -> None:
         help="attribute holding the event time, for WITHIN ... SECONDS etc. (default: timestamp)",
     )
     parser.add_argument(
+        "--stream-field",
+        default=None,
+        help="attribute naming an event's stream: FROM keeps those streams' events and "
+        "S>E reads it (default: none, every event is in every FROM stream)",
+    )
+    parser.add_argument(
         "--format",
         choices=FORMATS,
         default="auto",
@@ -125,7 +131,11 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         compiled = compile_query(
-            text, type_field=args.type_field, time_field=args.time_field, language=language
+            text,
+            type_field=args.type_field,
+            time_field=args.time_field,
+            language=language,
+            stream_field=args.stream_field,
         )
         write = writer(language, text) or json_lines
     except CEQLError as err:

@@ -59,14 +59,17 @@ def _as_result(ce: ComplexEvent) -> OracleResult:
     return (ce.start, ce.end, tuple(ce.positions), ce.key)
 
 
-def check_against_oracle(query: pattern.Pattern, stream: Sequence[Mapping[str, Any]]) -> None:
+def check_against_oracle(
+    query: pattern.Pattern, stream: Sequence[Mapping[str, Any]], stream_field: str | None = None
+) -> None:
     """Run the engine event by event and compare each event's output with the
     oracle's complex events ending there (under LIMIT n: any n of them)."""
     context = describe(query, stream)
     note(context)  # shown for crashes too, not just failed assertions
-    expected = oracle_by_end(query, stream, time_field=TIME_FIELD)
+    expected = oracle_by_end(query, stream, time_field=TIME_FIELD, stream_field=stream_field)
 
-    evaluator = compile_query(to_ceql(query), time_field=TIME_FIELD).evaluator()
+    text = to_ceql(query)
+    evaluator = compile_query(text, time_field=TIME_FIELD, stream_field=stream_field).evaluator()
     for index, event in enumerate(stream):
         emitted: list[OracleResult] = []
         # A copy, so an engine that mutated its input could not hide it from the checks.
@@ -261,3 +264,58 @@ def test_contiguity_and_empty_windows_match_oracle(operator: str, data: st.DataO
     NOT(...) and pattern conjunction, in every example."""
     query, stream = _with_operator(data, operator)
     check_against_oracle(query, stream)
+
+
+# ------------------------------------------------------------------------ streams
+
+STREAM_FIELD = "st"
+STREAM_NAMES = ("S1", "S2")
+
+
+def _qualified(data: st.DataObject, phi: pattern.Formula, streams: tuple[str, ...]) -> Any:
+    """``phi`` with some event types qualified by a stream of FROM (``S>E``), in the
+    form the parser gives them."""
+    if isinstance(phi, pattern.EventType):
+        stream = data.draw(st.sampled_from((None, *streams)))
+        if stream is None:
+            return phi
+        atom = pattern.FilterAtom(phi.name, pattern.InStream((stream,)))
+        return pattern.Filter(phi, atom)
+    if isinstance(phi, pattern.NotEvent | pattern.AnyEvent):
+        return phi
+    changes = {
+        name: _qualified(data, getattr(phi, name), streams)
+        for name in ("formula", "left", "right")
+        if hasattr(phi, name)
+    }
+    return replace(phi, **changes)
+
+
+@pytest.mark.parametrize("stream_field", [STREAM_FIELD, None])
+@settings(
+    max_examples=MAX_EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(data=st.data())
+def test_stream_qualifiers_and_from_match_oracle(
+    stream_field: str | None, data: st.DataObject
+) -> None:
+    """``FROM S1[, S2]`` and ``S>E`` over events of S1, S2, S3 or no stream; without a
+    stream field every event is in every stream."""
+    strategy = data.draw(st.sampled_from(tuple(pattern.Strategy)), label="strategy")
+    query = data.draw(
+        queries(strategies=(strategy,), consumes=tuple(pattern.Consume), limits=True),
+        label="query",
+    )
+    streams_in_from = data.draw(st.sampled_from((("S1",), STREAM_NAMES)), label="from")
+    where = _qualified(data, query.where, streams_in_from)
+    query = replace(query, where=where, streams=streams_in_from)
+    types = sorted(event_types(where) & set(EVENT_TYPES)) * 3 + list(EVENT_TYPES)
+    stream = data.draw(streams(max_size=8, types=types), label="events")
+    names = st.sampled_from(("S1", "S1", "S2", "S3", None))
+    for event in stream:
+        if (name := data.draw(names)) is not None:
+            event[STREAM_FIELD] = name
+    check_against_oracle(query, stream, stream_field)

@@ -678,3 +678,15 @@ def test_contiguous_operators() -> None:
     assert where("A : B ; C") == pattern.Seq(pattern.Contiguous(A, B), C)
     assert where("A:+ ; B") == pattern.Seq(pattern.ContiguousPlus(A), B)
     assert where("(A ; B):+ AS x") == pattern.As(pattern.ContiguousPlus(pattern.Seq(A, B)), "x")
+
+
+def test_stream_qualifier_is_the_event_type_filtered_by_its_stream() -> None:
+    def qualified(stream: str, name: str) -> pattern.Formula:
+        return Filter(EventType(name), FilterAtom(name, pattern.InStream((stream,))))
+
+    f = parse("SELECT * FROM S1, S2 WHERE S1>A ; S2 > B AS b FILTER b[x > 1]").where
+    assert f == Filter(
+        Seq(qualified("S1", "A"), As(qualified("S2", "B"), "b")), atom("b", "x", ">", 1)
+    )
+    # Inside [...] '>' stays a comparison.
+    assert filter_of("S1>A FILTER A[x > y]") == FilterAtom("A", Compare(">", Attr("x"), Attr("y")))

@@ -524,3 +524,25 @@ def test_max_lateness_rejects_a_bad_duration(capsys: pytest.CaptureFixture[str])
     with pytest.raises(SystemExit):
         build_parser().parse_args(["run", "q", "e", "--max-lateness", "soon"])
     assert "not a duration" in capsys.readouterr().err
+
+
+def test_stream_field_restricts_from_and_qualifiers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    query = write(tmp_path, "q.ceql", "SELECT * FROM S1, S2 WHERE S1>A ; B\n")
+    events = write(
+        tmp_path,
+        "e.jsonl",
+        jsonl(
+            {"type": "A", "src": "S2"},  # not S1
+            {"type": "A", "src": "S1"},
+            {"type": "B", "src": "S3"},  # not in FROM
+            {"type": "B", "src": "S2"},
+        ),
+    )
+    assert main(["run", query, events, "--stream-field", "src"]) == 0
+    assert [line["positions"] for line in output_lines(capsys.readouterr().out)] == [[1, 3]]
+    # Without a stream field every event is in every stream of FROM.
+    assert main(["run", query, events]) == 0
+    positions = sorted(line["positions"] for line in output_lines(capsys.readouterr().out))
+    assert positions == [[0, 2], [0, 3], [1, 2], [1, 3]]
