@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from cerfleet import pattern
 from cerfleet.ceql.printer import to_ceql
 from cerfleet.complex_event import ComplexEvent
+from cerfleet.events.columns import columns_of
 from cerfleet.query import compile_query
 from tests.shared.oracle import OracleResult, oracle_by_end
 from tests.shared.strategies import (
@@ -319,3 +320,33 @@ def test_stream_qualifiers_and_from_match_oracle(
         if (name := data.draw(names)) is not None:
             event[STREAM_FIELD] = name
     check_against_oracle(query, stream, stream_field)
+
+
+@settings(
+    max_examples=MAX_EXAMPLES // 5,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(data=st.data())
+def test_conjunction_and_streams_in_columns_match_rows(data: st.DataObject) -> None:
+    """The columnar path (vector letters: exclusions of the product's guards, the stream
+    field's atoms) gives what the oracle-checked row path gives."""
+    query, stream = _with_operator(data, "AND")
+    query = replace(query, where=_qualified(data, query.where, STREAM_NAMES), streams=STREAM_NAMES)
+    for event in stream:
+        if (name := data.draw(st.sampled_from(("S1", "S2", "S3", None)))) is not None:
+            event[STREAM_FIELD] = name
+    note(describe(query, stream))
+    compiled = compile_query(to_ceql(query), time_field=TIME_FIELD, stream_field=STREAM_FIELD)
+    evaluator = compiled.evaluator()
+    rows = []
+    for event in stream:
+        rows += [_as_result(ce) for ce in evaluator.process(dict(event))]
+    columns = compiled.evaluator().process_columns(
+        columns_of(stream, compiled.attributes), events=stream
+    )
+    if query.limit is None:
+        assert sorted(map(_as_result, columns), key=repr) == sorted(rows, key=repr)
+    else:
+        assert len(columns) == len(rows)
