@@ -71,7 +71,8 @@ class _Builder:
             raise AutomatonTooLarge(
                 f"the query's automaton would have more than {MAX_TRANSITIONS} transitions "
                 f"(the formula{at} alone has {len(a.transitions)}): nested iterations and "
-                "FILTER disjunctions copy what they apply to"
+                "FILTER disjunctions copy what they apply to, and AND multiplies the sizes "
+                "of its two sides"
             )
         return a
 
