@@ -617,8 +617,8 @@ def test_expected_list_after_a_formula() -> None:
     assert err.expected == "a time unit (MILLISECONDS, SECONDS, MINUTES, HOURS)"
     err = _error("SELECT * FROM S WHERE A )")
     assert err.expected == (
-        "one of: ';', '+', ':+', ':', 'AS', 'OR', 'AND', 'FILTER', 'PARTITION', 'WITHIN', "
-        "'CONSUME', 'LIMIT', end of query"
+        "one of: ';', '+', ':+', ':', '>' (S>E: an E of stream S), 'AS', 'OR', 'AND', "
+        "'FILTER', 'PARTITION', 'WITHIN', 'CONSUME', 'LIMIT', end of query"
     )
 
 
