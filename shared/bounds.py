@@ -50,6 +50,7 @@ def iterations(formula: pattern.Formula) -> Iterator[pattern.Plus | pattern.Cont
             | pattern.Or(left=left, right=right)
             | pattern.Contiguous(left=left, right=right)
             | pattern.Absent(left=left, right=right)
+            | pattern.And(left=left, right=right)
         ):
             yield from iterations(left)
             yield from iterations(right)

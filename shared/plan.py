@@ -36,6 +36,7 @@ from cerfleet.evaluation.tagged import TaggedEvaluator
 from cerfleet.evaluation.window import clock_of, epsilon_of
 from cerfleet.events.ingest import JsonDecoder
 from cerfleet.events.timestamps import parse_timestamp
+from cerfleet.stream_qualifiers import resolve_streams
 
 if TYPE_CHECKING:
     import numpy as np
@@ -61,11 +62,20 @@ class QueryPlan:
     """
 
     def __init__(
-        self, form: pattern.Pattern, *, text: str, type_field: str, time_field: str
+        self,
+        form: pattern.Pattern,
+        *,
+        text: str,
+        type_field: str,
+        time_field: str,
+        stream_field: str | None = None,
     ) -> None:
         self.text = text
         self.type_field = type_field
         self.time_field = time_field
+        self.stream_field = stream_field
+        # FROM and ``S>E`` as filter atoms on the stream field (cerfleet.stream_qualifiers).
+        form = resolve_streams(form, stream_field)
         self.pattern = form
         # PREV reads as reserved attributes the stream evaluator supplies (evaluation.lag).
         unary, self.lags = without_prev(form)
@@ -123,7 +133,7 @@ class QueryPlan:
         )
         # Identifies the query a snapshot belongs to: same text and field names.
         self.fingerprint = hashlib.sha256(
-            "\0".join((text, type_field, time_field)).encode()
+            "\0".join((text, type_field, time_field, *filter(None, [stream_field]))).encode()
         ).hexdigest()
 
     @property

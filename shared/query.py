@@ -30,9 +30,14 @@ class CompiledQuery(QueryPlan):
         type_field: str = "type",
         time_field: str = "timestamp",
         language: str = DEFAULT,
+        stream_field: str | None = None,
     ) -> None:
         super().__init__(
-            parse(text, language), text=text, type_field=type_field, time_field=time_field
+            parse(text, language),
+            text=text,
+            type_field=type_field,
+            time_field=time_field,
+            stream_field=stream_field,
         )
         self.language = language
 
@@ -69,6 +74,16 @@ def compile_query(
     type_field: str = "type",
     time_field: str = "timestamp",
     language: str = DEFAULT,
+    stream_field: str | None = None,
 ) -> CompiledQuery:
-    """Parse, check and compile a query; raises ``CEQLError`` with line and column."""
-    return CompiledQuery(text, type_field=type_field, time_field=time_field, language=language)
+    """Parse, check and compile a query; raises ``CEQLError`` with line and column.
+
+    ``stream_field``: the attribute naming an event's stream, which ``FROM`` and ``S>E``
+    then read (None: every event is in every stream of FROM)."""
+    return CompiledQuery(
+        text,
+        type_field=type_field,
+        time_field=time_field,
+        language=language,
+        stream_field=stream_field,
+    )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -25,6 +25,8 @@ from cerfleet.events.csv_reader import parse_csv
 from cerfleet.events.line_batches import DEFAULT_MAX_BYTES, line_batches
 from cerfleet.events.reader import detect_format
 from cerfleet.events.records import Malformed, MalformedEvent
+from cerfleet.events.reorder import Reorder
+from cerfleet.events.timestamps import parse_timestamp
 from cerfleet.plan import QueryPlan
 
 __all__ = ["LATE", "Step", "steps"]
@@ -67,14 +69,22 @@ def steps(
     format: str = "auto",
     strict: bool = False,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    max_lateness: float | None = None,
 ) -> Iterator[Step]:
     """Evaluate ``source`` (a binary file, a pipe, stdin's buffer) batch by batch.
 
     ``strict``: the first record that is not an event ends the input with
     ``MalformedEvent`` (its line and reason), after the events before it were
     evaluated and their step handed out. ``max_bytes`` bounds what one JSON Lines
-    batch reads (memory stays bounded whatever the input's size).
+    batch reads (memory stays bounded whatever the input's size). ``max_lateness``
+    (milliseconds of the time field): events are evaluated in time order within that
+    bound (``events.reorder``); positions then number them in that order.
     """
+    if max_lateness is not None:
+        yield from _reordered_steps(
+            query, evaluator, source, format, strict, max_bytes, max_lateness
+        )
+        return
     if detect_format(source, format) == "csv":
         yield from _csv_steps(query, evaluator, source, strict)
         return
@@ -138,6 +148,106 @@ def _csv_steps(
         if live or len(rows) >= CSV_BATCH:
             yield flush()
     yield flush()
+
+
+_Decoded = tuple[list[Mapping[str, Any]], list[int], list[tuple[int, str]], int | None]
+
+
+def _decoded(query: QueryPlan, source: BinaryIO, format: str, max_bytes: int) -> Iterator[_Decoded]:
+    """Batches of ``(events, their lines, records that are not events, bytes read)``."""
+    if detect_format(source, format) == "csv":
+        live = not _is_file(source)
+        rows: list[Mapping[str, Any]] = []
+        numbers: list[int] = []
+        problems: list[tuple[int, str]] = []
+        for line, item in parse_csv(source, query.type_field):
+            reason = item.reason if isinstance(item, Malformed) else query.check_event(item)
+            if reason is None:
+                assert not isinstance(item, Malformed)
+                rows.append(item)
+                numbers.append(line)
+            else:
+                problems.append((line, reason))
+            if live or reason is not None or len(rows) >= CSV_BATCH:
+                yield rows, numbers, problems, None
+                rows, numbers, problems = [], [], []
+        yield rows, numbers, problems, None
+        return
+    for lines in line_batches(_reader(source), max_bytes=max_bytes):
+        batch = query.json_decoder.decode(lines.lines, lines.numbers)
+        yield list(batch.events), batch.lines, batch.problems, lines.bytes_read
+
+
+def _reordered_steps(
+    query: QueryPlan,
+    evaluator: QueryEvaluator,
+    source: BinaryIO,
+    format: str,
+    strict: bool,
+    max_bytes: int,
+    max_lateness: float,
+) -> Iterator[Step]:
+    """Events in time order within ``max_lateness``; one beyond it is late: reported,
+    its position taken (the next one when it arrives), in no complex event."""
+    buffer: Reorder[tuple[Mapping[str, Any], int]] = Reorder(max_lateness)
+    clocks = ClockCheck(query)
+    time_field = query.time_field
+    next_position = evaluator.position
+    for events, lines, problems, bytes_read in _decoded(query, source, format, max_bytes):
+        stop = problems[0] if strict and problems else None
+        released: list[tuple[Mapping[str, Any], int, int]] = []
+        late: list[tuple[int, str]] = []
+        read = 0
+        for event, line in zip(events, lines, strict=True):
+            if stop is not None and line > stop[0]:
+                break
+            read += 1
+            time = parse_timestamp(event.get(time_field))
+            if buffer.beyond(time):
+                late.append((line, LATE))
+                next_position += 1
+                continue
+            for out_event, out_line in buffer.push(time, (event, line)):
+                released.append((out_event, out_line, next_position))
+                next_position += 1
+        if stop is not None:
+            problems = [stop]
+            for out_event, out_line in buffer.flush():  # the input ends at the bad record
+                released.append((out_event, out_line, next_position))
+                next_position += 1
+        evaluator.late += len(late)
+        yield _evaluated(query, evaluator, clocks, released, problems + late, read, bytes_read)
+        if stop is not None:
+            raise MalformedEvent(*stop)
+    rest = [(event, line, next_position + k) for k, (event, line) in enumerate(buffer.flush())]
+    yield _evaluated(query, evaluator, clocks, rest, [], 0, None)
+
+
+def _evaluated(
+    query: QueryPlan,
+    evaluator: QueryEvaluator,
+    clocks: ClockCheck,
+    released: list[tuple[Mapping[str, Any], int, int]],
+    reports: list[tuple[int, str]],
+    read: int,
+    bytes_read: int | None,
+) -> Step:
+    """One step of re-ordered events: ``released`` (event, line, position) in evaluation
+    order; ``reports`` the step's own (records that are not events, late events)."""
+    rows = [event for event, _, _ in released]
+    numbers = [line for _, line, _ in released]
+    columns = columns_of(rows, query.attributes)
+    positions = [position for _, _, position in released]
+    found = evaluator.process_columns(columns, events=rows, positions=positions)
+    malformed = sum(1 for _, reason in reports if reason != LATE)
+    reports = [*reports, *((numbers[r], LATE) for r in evaluator.late_rows)]
+    line_at = dict(zip(positions, numbers, strict=True))
+    cap = evaluator.max_outputs
+    reports += [(line_at[end], truncated(cap)) for end in evaluator.truncated_ends]
+    evaluator.truncated_ends.clear()
+    reports += clocks.batch(columns, numbers)
+    reports.sort(key=lambda report: report[0])
+    return Step(found, reports, read, malformed, bytes_read, clocks)
 
 
 def _cuts(evaluator: QueryEvaluator, lines: list[int], base: int) -> list[tuple[int, str]]:

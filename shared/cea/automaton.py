@@ -17,17 +17,26 @@ from dataclasses import dataclass, field
 class Guard:
     """``P`` of a transition: ``type(t) = etype`` (None: TRUE) and every atom holds;
     ``negated``: the complement of that, ``¬(type(t) = etype ∧ atoms)`` (CEQL's
-    ``NOT(R FILTER …)`` and the gaps of ``φ1 ; !ψ ; φ2``)."""
+    ``NOT(R FILTER …)`` and the gaps of ``φ1 ; !ψ ; φ2``). ``exclude`` conjoins more
+    complements ``¬(type(t) = R ∧ atoms)``, one per ``(R, atoms)``: what the product of
+    two automata (``φ1 AND φ2``) needs when both sides read one event through negated
+    guards."""
 
     etype: str | None
     atoms: frozenset[int] = frozenset()
     negated: bool = False
+    exclude: frozenset[tuple[str, frozenset[int]]] = frozenset()
 
     def conjoin(self, atom: int) -> Guard:
         if self.negated:
             # ¬P ∧ Q is no guard of this form; the front-end rejects such filters.
             raise ValueError("a filter on a negated event cannot be compiled")
-        return Guard(self.etype, self.atoms | {atom})
+        return Guard(self.etype, self.atoms | {atom}, exclude=self.exclude)
+
+    def types(self) -> frozenset[str]:
+        """The event types the guard tests."""
+        named = {r for r, _ in self.exclude}
+        return frozenset(named if self.etype is None else named | {self.etype})
 
 
 TRUE = Guard(None)
@@ -95,4 +104,4 @@ class CEA:
         return out
 
     def event_types(self) -> frozenset[str]:
-        return frozenset(t.guard.etype for t in self.transitions if t.guard.etype is not None)
+        return frozenset().union(*(t.guard.types() for t in self.transitions))

@@ -11,9 +11,10 @@ Follows the paper's construction with the errata of the research notes:
   disjunction of filters cannot be pushed into one transition guard.
 
 The result has linear size in the formula except for filter disjunctions,
-which copy the filtered sub-automaton, and nested iterations, which copy
-transitions into each enclosing ``+``: ``MAX_TRANSITIONS`` stops a construction
-(``AutomatonTooLarge``) before a query text can make it exponential.
+which copy the filtered sub-automaton, nested iterations, which copy
+transitions into each enclosing ``+``, and conjunctions (``φ1 AND φ2``, a product
+of the two sides): ``MAX_TRANSITIONS`` stops a construction (``AutomatonTooLarge``)
+before a query text can make it exponential.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 
 from cerfleet import pattern
 from cerfleet.cea.automaton import CEA, TRUE, VCEA, Guard, Transition, VTransition
+from cerfleet.cea.product import conjunction
 from cerfleet.errors import CerfleetError
 
 # Far above what real queries need (tens to hundreds), low enough that building and
@@ -88,7 +90,8 @@ class _Builder:
             raise AutomatonTooLarge(
                 f"the query's automaton would have more than {MAX_TRANSITIONS} transitions "
                 f"(the formula{at} alone has {len(a.transitions)}): nested iterations and "
-                "FILTER disjunctions copy what they apply to"
+                "FILTER disjunctions copy what they apply to, and AND multiplies the sizes "
+                "of its two sides"
             )
         return a
 
@@ -119,6 +122,9 @@ class _Builder:
             return self._filter(phi.formula, phi.filter)
         if isinstance(phi, pattern.Or):
             return self._union(self.build(phi.left), self.build(phi.right))
+        if isinstance(phi, pattern.And):
+            left, right = self.build(phi.left), self.build(phi.right)
+            return conjunction(left, right, self.fresh, MAX_TRANSITIONS)
         if isinstance(phi, pattern.Seq):
             return self._sequence(self.build(phi.left), self.build(phi.right))
         if isinstance(phi, pattern.Plus):

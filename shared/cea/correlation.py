@@ -256,6 +256,7 @@ _FORMULAS = (
     pattern.As,
     pattern.Seq,
     pattern.Or,
+    pattern.And,
     pattern.Plus,
     pattern.Filter,
     pattern.Contiguous,

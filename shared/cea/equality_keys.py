@@ -51,7 +51,7 @@ def _always(phi: pattern.Formula) -> set[str]:
         return _always(phi.formula) | {phi.var}
     if isinstance(phi, pattern.Or):
         return _always(phi.left) & _always(phi.right)
-    if isinstance(phi, pattern.Seq):
+    if isinstance(phi, pattern.Seq | pattern.And):
         return _always(phi.left) | _always(phi.right)
     if isinstance(phi, pattern.Plus | pattern.Filter):
         return _always(phi.formula)

@@ -80,6 +80,7 @@ def _walk(formula: pattern.Formula) -> Iterator[pattern.Formula]:
             | pattern.Contiguous(left=left, right=right)
             | pattern.Absent(left=left, right=right)
             | pattern.Or(left=left, right=right)
+            | pattern.And(left=left, right=right)
         ):
             yield from _walk(left)
             yield from _walk(right)
@@ -315,6 +316,14 @@ class _PredicateChecker:
                 self.pred(right)
             case pattern.PNot(operand=operand):
                 self.pred(operand)
+            case pattern.InStream(streams=streams, span=span):
+                for stream in streams:
+                    if stream not in self.checker.query.streams:
+                        self.checker.fail(
+                            f"stream '{stream}' is not in FROM",
+                            span,
+                            f"one of the streams in FROM: {_listing(self.checker.query.streams)}",
+                        )
             case pattern.Compare(op=op, left=left, right=right):
                 left_kind, right_kind = self.kind(left), self.kind(right)
                 if left_kind and right_kind and left_kind != right_kind:

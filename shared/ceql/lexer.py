@@ -61,7 +61,25 @@ def _is(tokens: list[Token], i: int, kind: str) -> bool:
 
 def _retype(tokens: list[Token]) -> list[Token]:
     _reject_unclosed_comment(tokens)
-    return _mark_filters(_keywords(tokens))
+    return _mark_filters(_stream_qualifiers(_keywords(tokens)))
+
+
+def _stream_qualifiers(tokens: list[Token]) -> list[Token]:
+    """``S>E`` outside [...]: the '>' of a stream qualifier, not a comparison."""
+    out = list(tokens)
+    depth = 0
+    for i, tok in enumerate(tokens):
+        depth += {"LSQB": 1, "RSQB": -1}.get(tok.type, 0)
+        if (
+            depth == 0
+            and tok.type == "CMP_OP"
+            and tok.value == ">"
+            and i > 0
+            and tokens[i - 1].type == "NAME"
+            and _is(tokens, i + 1, "NAME")
+        ):
+            out[i] = _retyped(tok, "STREAM_GT")
+    return out
 
 
 def _reject_unclosed_comment(tokens: list[Token]) -> None:
@@ -138,8 +156,9 @@ def _mark_filter(toks: list[Token], i: int) -> int:
         elif tok.type == "RPAR" and groups > 0:
             groups -= 1
             i += 1
-        elif tok.type == "AND" or (tok.type == "OR" and (groups > 0 or _starts_atom(toks, i + 1))):
-            # AND has no formula-level meaning, so it always continues the filter.
+        elif tok.type in ("AND", "OR") and (groups > 0 or _starts_atom(toks, i + 1)):
+            # Followed by a filter atom it continues the filter; otherwise it is the
+            # formula's (`φ FILTER x[p] AND ψ` conjoins ψ with the filtered φ).
             toks[i] = _retyped(tok, "FILTER_" + tok.type)
             want_atom = True
             i += 1

@@ -230,6 +230,14 @@ class _ToAst(PredicateTree):
             return pattern.PAnd(left, right, filter_.span)
         return pattern.POr(left, right, filter_.span)
 
+    def qualified(self, meta: Meta, children: list[Any]) -> pattern.Filter:
+        """``S>E``: the event type E filtered on its own event by its stream."""
+        stream, _gt, name = children
+        span = span_of(meta)
+        qualifier = pattern.InStream((stream.value,), span)
+        atom = pattern.FilterAtom(name.value, qualifier, span)
+        return pattern.Filter(pattern.EventType(name.value, token_span(name)), atom, span)
+
     def cseq(self, meta: Meta, children: list[Any]) -> pattern.Contiguous:
         return pattern.Contiguous(children[0], children[1], span_of(meta))
 
@@ -238,6 +246,9 @@ class _ToAst(PredicateTree):
 
     def or_(self, meta: Meta, children: list[Any]) -> pattern.Or:
         return pattern.Or(children[0], children[2], span_of(meta))
+
+    def and_(self, meta: Meta, children: list[Any]) -> pattern.And:
+        return pattern.And(children[0], children[2], span_of(meta))
 
     def filtered(self, meta: Meta, children: list[Any]) -> pattern.Filter:
         return pattern.Filter(children[0], children[2], span_of(meta))

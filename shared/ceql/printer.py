@@ -163,16 +163,29 @@ def _connective(node: _Connective, left: str, right: str) -> str:
 # ------------------------------------------------------------------ CEL formulas
 
 # Binding strength of each formula node as printed bare (higher binds tighter).
-_ATOM, _POSTFIX, _SEQ, _OR, _FILTER = 4, 3, 2, 1, 0
+_ATOM, _POSTFIX, _SEQ, _AND, _OR, _FILTER = 5, 4, 3, 2, 1, 0
+
+
+def _qualifier(formula: pattern.Formula) -> str | None:
+    """``S>E`` for the form the parser gives it (E filtered on its own stream), else None."""
+    match formula:
+        case pattern.Filter(
+            formula=pattern.EventType(name=name),
+            filter=pattern.FilterAtom(var=var, pred=pattern.InStream(streams=(stream,))),
+        ) if var == name:
+            return f"{stream}>{name}"
+    return None
 
 
 def _level(formula: pattern.Formula) -> int:
-    if isinstance(formula, pattern.EventType | pattern.NotEvent):
+    if isinstance(formula, pattern.EventType | pattern.NotEvent) or _qualifier(formula):
         return _ATOM
     if isinstance(formula, pattern.As | pattern.Plus | pattern.ContiguousPlus):
         return _POSTFIX
     if isinstance(formula, pattern.Seq | pattern.Contiguous | pattern.Absent):
         return _SEQ
+    if isinstance(formula, pattern.And):
+        return _AND
     if isinstance(formula, pattern.Or):
         return _OR
     return _FILTER
@@ -203,7 +216,11 @@ def format_formula(formula: pattern.Formula) -> str:
         left, right = _operand(formula.left, _SEQ), _operand(formula.right, _POSTFIX)
         return f"{left} ; !{excluded} ; {right}"
     if isinstance(formula, pattern.Or):
-        return f"{_operand(formula.left, _OR)} OR {_operand(formula.right, _SEQ)}"
+        return f"{_operand(formula.left, _OR)} OR {_operand(formula.right, _AND)}"
+    if isinstance(formula, pattern.And):
+        return f"{_operand(formula.left, _AND)} AND {_operand(formula.right, _SEQ)}"
+    if (qualified := _qualifier(formula)) is not None:
+        return qualified
     if isinstance(formula, pattern.Filter):
         # FILTER takes everything on its left. The grammar would also read a
         # filtered formula as the left operand of `;`, OR or another FILTER

@@ -27,6 +27,7 @@ _READABLE: dict[str, str] = {
     "CMP_OP": "a comparison operator",
     "COMMA": "','",
     "COLON": "':'",
+    "STREAM_GT": "'>' (S>E: an E of stream S)",
     "DOUBLE_DOT": "'..'",
     "LPAR": "'('",
     "FILTER_LPAR": "'('",

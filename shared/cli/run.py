@@ -49,6 +49,12 @@ def register(subparsers: Any) -> None:
         help="attribute holding the event time, for WITHIN ... SECONDS etc. (default: timestamp)",
     )
     parser.add_argument(
+        "--stream-field",
+        default=None,
+        help="attribute naming an event's stream: FROM keeps those streams' events and "
+        "S>E reads it (default: none, every event is in every FROM stream)",
+    )
+    parser.add_argument(
         "--format",
         choices=FORMATS,
         default="auto",
@@ -73,6 +79,14 @@ def register(subparsers: Any) -> None:
         help="print at most N complex events per event and report on stderr each event "
         "whose output was cut (default: unlimited)",
     )
+    parser.add_argument(
+        "--max-lateness",
+        type=_duration,
+        metavar="DURATION",
+        help="evaluate events in --time-field order when they arrive at most DURATION "
+        "(500ms, 2s, 1m, 1h) after a later event; later ones stay late (default: none, "
+        "input order)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -81,6 +95,15 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def _duration(text: str) -> float:
+    from cerfleet.events.reorder import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _error(message: str) -> None:
@@ -108,7 +131,11 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         compiled = compile_query(
-            text, type_field=args.type_field, time_field=args.time_field, language=language
+            text,
+            type_field=args.type_field,
+            time_field=args.time_field,
+            language=language,
+            stream_field=args.stream_field,
         )
         write = writer(language, text) or json_lines
     except CEQLError as err:
@@ -135,7 +162,14 @@ def run(args: argparse.Namespace) -> int:
     warned = False
     progress = _Progress.for_input(source, quiet=args.quiet)
     try:
-        for step in steps(compiled, evaluator, source, format=args.format, strict=args.strict):
+        for step in steps(
+            compiled,
+            evaluator,
+            source,
+            format=args.format,
+            strict=args.strict,
+            max_lateness=args.max_lateness,
+        ):
             for line, reason in step.reports:
                 _error(f"{name}:{line}: {reason}")
             clocks = step.clocks

@@ -21,6 +21,9 @@ from cerfleet.cea.predicates import Predicate
 
 NONE = -1  # no successor
 
+# (type index or -1, atom mask, negated, marking, target, exclusions): one transition.
+_Entry = tuple[int, int, bool, bool, int, tuple[tuple[int, int], ...], frozenset[str]]
+
 
 class DetCEA:
     """The I/O-determinised CEA, built lazily and cached.
@@ -44,32 +47,38 @@ class DetCEA:
             for ti in range(self._radix) if etype is None else [self.type_index[etype]]:
                 bucket = relevant[ti]
                 bucket.extend(a for a in sorted(t.guard.atoms) if a not in bucket)
+            for r, atoms in t.guard.exclude:
+                bucket = relevant[self.type_index[r]]
+                bucket.extend(a for a in sorted(atoms) if a not in bucket)
         self.atoms_by_type: list[list[int]] = relevant
         self._atoms_by_type: list[tuple[Predicate, ...]] = [
             tuple(predicates[a] for a in atoms) for atoms in relevant
         ]
         local = [{a: i for i, a in enumerate(atoms)} for atoms in relevant]
         # Per CEA state: (type index or -1 for TRUE, required atom mask, negated, marking,
-        # target, tags).
-        self._out: dict[int, list[tuple[int, int, bool, bool, int, frozenset[str]]]] = {
-            q: [] for q in cea.states
-        }
+        # target, excluded (type index, atom mask) pairs, tags).
+        self._out: dict[int, list[_Entry]] = {q: [] for q in cea.states}
         for t in cea.transitions:
             guard = t.guard
+            exclude = tuple(
+                (self.type_index[r], sum(1 << local[self.type_index[r]][a] for a in atoms))
+                for r, atoms in sorted(guard.exclude, key=repr)
+            )
             if guard.etype is None and guard.atoms:
                 # Type-free with atoms (``pattern.AnyEvent``): one entry per type, each
                 # reading the atoms as that type's letters hold them.
                 assert not guard.negated, "no front-end negates a type-free guard"
                 for ti in range(self._radix):
                     mask = sum(1 << local[ti][a] for a in guard.atoms)
-                    self._out[t.source].append((ti, mask, False, t.marking, t.target, t.tags))
+                    entry = (ti, mask, False, t.marking, t.target, exclude, t.tags)
+                    self._out[t.source].append(entry)
                 continue
             if guard.etype is None:
-                entry = (-1, 0, guard.negated, t.marking, t.target, t.tags)
+                entry = (-1, 0, guard.negated, t.marking, t.target, exclude, t.tags)
             else:
                 ti = self.type_index[guard.etype]
                 mask = sum(1 << local[ti][a] for a in guard.atoms)
-                entry = (ti, mask, guard.negated, t.marking, t.target, t.tags)
+                entry = (ti, mask, guard.negated, t.marking, t.target, exclude, t.tags)
             self._out[t.source].append(entry)
         self.states: list[frozenset[int]] = []
         self.is_final: list[bool] = []
@@ -117,9 +126,12 @@ class DetCEA:
         marked: set[int] = set()
         unmarked: set[int] = set()
         for q in self.states[sid]:
-            for etype, mask, negated, marking, target, _tags in self._out[q]:
-                if ((etype == -1 or etype == ti) and bits & mask == mask) != negated:
-                    (marked if marking else unmarked).add(target)
+            for etype, mask, negated, marking, target, exclude, _tags in self._out[q]:
+                if ((etype == -1 or etype == ti) and bits & mask == mask) == negated:
+                    continue
+                if any(xt == ti and bits & xm == xm for xt, xm in exclude):
+                    continue  # the event is one the guard excludes (``φ1 AND φ2``)
+                (marked if marking else unmarked).add(target)
         return (
             self.intern(frozenset(marked)) if marked else NONE,
             self.intern(frozenset(unmarked)) if unmarked else NONE,
@@ -135,9 +147,12 @@ class DetCEA:
             bits, ti = divmod(letter, self._radix)
             groups: dict[tuple[bool, frozenset[str]], set[int]] = {}
             for q in self.states[sid]:
-                for etype, mask, negated, marking, target, tags in self._out[q]:
-                    if ((etype == -1 or etype == ti) and bits & mask == mask) != negated:
-                        groups.setdefault((marking, tags), set()).add(target)
+                for etype, mask, negated, marking, target, exclude, tags in self._out[q]:
+                    if ((etype == -1 or etype == ti) and bits & mask == mask) == negated:
+                        continue
+                    if any(xt == ti and bits & xm == xm for xt, xm in exclude):
+                        continue
+                    groups.setdefault((marking, tags), set()).add(target)
             cached = tuple(
                 (self.intern(frozenset(targets)), marking, tags)
                 # The plain ∘ group last: Algorithm 1 hands it the state's list itself.

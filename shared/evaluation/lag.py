@@ -57,7 +57,7 @@ def _formula(phi: pattern.Formula, found: set[tuple[str, int]]) -> pattern.Formu
         return replace(phi, formula=_formula(phi.formula, found), filter=_filter(phi.filter, found))
     if isinstance(phi, pattern.As | pattern.Plus | pattern.ContiguousPlus):
         return replace(phi, formula=_formula(phi.formula, found))
-    if isinstance(phi, pattern.Seq | pattern.Or | pattern.Contiguous):
+    if isinstance(phi, pattern.Seq | pattern.Or | pattern.And | pattern.Contiguous):
         return replace(phi, left=_formula(phi.left, found), right=_formula(phi.right, found))
     if isinstance(phi, pattern.NotEvent):
         return phi if phi.pred is None else replace(phi, pred=_pred(phi.pred, found))

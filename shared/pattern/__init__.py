@@ -20,7 +20,8 @@ The contract:
   ``FilterAtom`` holds when every event bound to its variable satisfies its
   predicate; ``Seq`` is non-contiguous sequencing, ``Plus`` non-contiguous
   iteration; ``Contiguous``/``ContiguousPlus`` leave no event of the (partition's)
-  stream between their parts, ``Absent`` no event of a given kind, ``NotEvent`` is one
+  stream between their parts, ``Absent`` no event of a given kind, ``And`` joins two
+  matches ending at the same event, ``NotEvent`` is one
   event not of a kind, ``AnyEvent`` one event of any type. Options are applied after
   the formula, in the order partitioning → window → strategy → consumption → limit.
 * **Nodes are immutable values**: frozen dataclasses, hashable, equal when they say
@@ -40,6 +41,7 @@ The contract:
 
 from cerfleet.pattern.formulas import (
     Absent,
+    And,
     AnyEvent,
     As,
     Contiguous,
@@ -77,6 +79,7 @@ from cerfleet.pattern.predicates import (
     FilterOr,
     InList,
     InRange,
+    InStream,
     Like,
     Neg,
     PAnd,
@@ -92,6 +95,7 @@ from cerfleet.pattern.predicates import (
 __all__ = [
     "TIME_UNITS_MS",
     "Absent",
+    "And",
     "AnyEvent",
     "Arith",
     "As",
@@ -115,6 +119,7 @@ __all__ = [
     "Formula",
     "InList",
     "InRange",
+    "InStream",
     "Like",
     "Neg",
     "NotEvent",

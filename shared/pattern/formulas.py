@@ -1,5 +1,5 @@
 """The pattern form's CEL formulas (``Formula``): event types, variables, sequencing
-(non-contiguous, contiguous, with an absence), disjunction, iteration, filters,
+(non-contiguous, contiguous, with an absence), disjunction, conjunction, iteration, filters,
 negated and type-free events."""
 
 from __future__ import annotations
@@ -94,6 +94,17 @@ class Absent:
 
 
 @dataclass(frozen=True)
+class And:
+    """``φ1 AND φ2`` (pattern conjunction): a φ1 match and a φ2 match that end at the
+    same event; the complex event is their union, from the earlier of their starts to
+    that common end (their positions may interleave or coincide)."""
+
+    left: Formula
+    right: Formula
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True)
 class AnyEvent:
     """One event of any type (its type is never read), bound to ``var``: a
     MATCH_RECOGNIZE pattern variable, ``Filter`` adding its DEFINE."""
@@ -116,6 +127,7 @@ Formula = (
     | As
     | Seq
     | Or
+    | And
     | Plus
     | Filter
     | Contiguous

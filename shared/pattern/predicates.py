@@ -155,7 +155,17 @@ class POr:
     span: Span | None = _span()
 
 
-Pred = Compare | InList | InRange | Like | BoolLit | PNot | PAnd | POr
+@dataclass(frozen=True)
+class InStream:
+    """The event belongs to one of ``streams`` (CEQL's ``S>E`` qualifier). Which field
+    names an event's stream is an option of the run, not of the query: the compiler
+    resolves this against it (``cerfleet.stream_qualifiers``)."""
+
+    streams: tuple[str, ...]
+    span: Span | None = _span()
+
+
+Pred = Compare | InList | InRange | Like | BoolLit | PNot | PAnd | POr | InStream
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,13 @@ Semantics choices beyond the paper (the engine must agree):
   (clock below the maximum clock already kept in the substream) are removed
   from the substream before evaluation.
 
+* Streams: without a stream field every event is in every stream of FROM and ``S>E``
+  is E; with one, an event whose stream is not in FROM is read as an event of a type
+  no query names (it keeps its position), and ``S>E`` is an E whose stream is S.
+* ``φ1 AND φ2`` (not in the paper): a valuation of φ1 and one of φ2 with the same
+  end give the valuation from the smaller start to that end binding each variable to
+  the union of its positions in both.
+
 Selection strategies and consumption policies (also beyond the paper):
 
 * Order of evaluation, per substream: late events are dropped, then every
@@ -118,6 +125,11 @@ class Valuation:
 
 # An expression that has no value on an event (missing attribute, 1/0, ...).
 _UNDEFINED = object()
+# Where ``_read_streams`` keeps an event's stream, and its value when no field names it.
+_STREAM = "\0stream"
+_EVERY_STREAM = object()
+# The type of an event outside FROM's streams: no type a query can name.
+_NO_TYPE = "\0no type"
 
 _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     "=": operator.eq,
@@ -201,6 +213,9 @@ def holds(pred: pattern.Pred, event: Event) -> bool:
         value = eval_expr(pred.expr, event)
         matched = isinstance(value, str) and re.fullmatch(pred.pattern, value) is not None
         return matched != pred.negated
+    if isinstance(pred, pattern.InStream):
+        stream = event.get(_STREAM, _EVERY_STREAM)
+        return stream is _EVERY_STREAM or (isinstance(stream, str) and stream in pred.streams)
     if isinstance(pred, pattern.PNot):
         return not holds(pred.operand, event)
     if isinstance(pred, pattern.PAnd):
@@ -266,7 +281,27 @@ def _evaluate(formula: pattern.Formula, events: Sequence[Event], type_field: str
         )
     if isinstance(formula, pattern.ContiguousPlus):
         return _iterate(evaluate_formula(formula.formula, events, type_field), contiguous=True)
+    if isinstance(formula, pattern.And):
+        return _conjoin(
+            evaluate_formula(formula.left, events, type_field),
+            evaluate_formula(formula.right, events, type_field),
+        )
     raise TypeError(f"not a formula: {formula!r}")
+
+
+def _conjoin(left: Iterable[Valuation], right: Iterable[Valuation]) -> set[Valuation]:
+    """``⦇φ1 AND φ2⦈``: every pair of valuations with the same end, joined: the earlier
+    start, the common end, each variable bound to the union of its two sets."""
+    right = list(right)
+    out: set[Valuation] = set()
+    for v1 in left:
+        for v2 in right:
+            if v1.end != v2.end:
+                continue
+            mu = {var: v1.get(var) | v2.get(var) for var, _ in (*v1.mu, *v2.mu)}
+            pending = v1.pending | v2.pending
+            out.add(Valuation.make(min(v1.start, v2.start), v1.end, mu, pending))
+    return out
 
 
 def _apply_filter(
@@ -654,17 +689,39 @@ def _has_correlation(filt: pattern.FilterExpr) -> bool:
     return False
 
 
+def _read_streams(
+    query: pattern.Pattern, events: Sequence[Event], type_field: str, stream_field: str | None
+) -> list[Event]:
+    """Copies of the events that say which stream each is in (for ``S>E``); with a stream
+    field, an event outside FROM's streams becomes an event of no type the query names."""
+    out: list[Event] = []
+    for event in events:
+        copy = dict(event)
+        if stream_field is None:
+            copy[_STREAM] = _EVERY_STREAM
+        else:
+            stream = event.get(stream_field)
+            copy[_STREAM] = stream
+            if not (isinstance(stream, str) and stream in query.streams):
+                copy[type_field] = _NO_TYPE
+        out.append(copy)
+    return out
+
+
 def oracle_by_end(
     query: pattern.Pattern,
     events: Sequence[Event],
     type_field: str = "type",
     time_field: str = "timestamp",
+    stream_field: str | None = None,
 ) -> dict[int, set[OracleResult]]:
     """The complex events of ``query`` over ``events``, by the position of their
     ``end`` (the event whose processing outputs them); ends without output are absent.
 
-    LIMIT is ignored: the engine may output any ``n`` of each set.
+    LIMIT is ignored: the engine may output any ``n`` of each set. ``stream_field``:
+    the attribute naming an event's stream (None: every event is in every stream).
     """
+    events = _read_streams(query, events, type_field, stream_field)
     clock = _clock(query, time_field)
     substreams = [
         (key, _drop_late(indexes, events, clock) if clock is not None else indexes)

@@ -202,7 +202,9 @@ def event_types(formula: pattern.Formula) -> set[str]:
         return {formula.name}
     if isinstance(formula, pattern.NotEvent):
         return set()
-    if isinstance(formula, pattern.Seq | pattern.Contiguous | pattern.Absent | pattern.Or):
+    if isinstance(
+        formula, pattern.Seq | pattern.Contiguous | pattern.Absent | pattern.Or | pattern.And
+    ):
         return event_types(formula.left) | event_types(formula.right)
     return event_types(formula.formula)
 
@@ -212,7 +214,9 @@ def _has_not(formula: pattern.Formula) -> bool:
         return True
     if isinstance(formula, pattern.EventType):
         return False
-    if isinstance(formula, pattern.Seq | pattern.Contiguous | pattern.Absent | pattern.Or):
+    if isinstance(
+        formula, pattern.Seq | pattern.Contiguous | pattern.Absent | pattern.Or | pattern.And
+    ):
         return _has_not(formula.left) or _has_not(formula.right)
     return _has_not(formula.formula)
 
@@ -227,7 +231,9 @@ def _negated(formula: pattern.Formula) -> set[str]:
     """The variables of ``AS`` over a formula holding a NOT(...) event."""
     if isinstance(formula, pattern.EventType | pattern.NotEvent):
         return set()
-    if isinstance(formula, pattern.Seq | pattern.Contiguous | pattern.Absent | pattern.Or):
+    if isinstance(
+        formula, pattern.Seq | pattern.Contiguous | pattern.Absent | pattern.Or | pattern.And
+    ):
         return _negated(formula.left) | _negated(formula.right)
     inner = _negated(formula.formula)
     if isinstance(formula, pattern.As) and _has_not(formula.formula):
@@ -243,7 +249,9 @@ def _bound_any(formula: pattern.Formula) -> set[str]:
         return set()  # bound to no variable a filter may name
     if isinstance(formula, pattern.As):
         return _bound_any(formula.formula) | {formula.var}
-    if isinstance(formula, pattern.Seq | pattern.Contiguous | pattern.Absent | pattern.Or):
+    if isinstance(
+        formula, pattern.Seq | pattern.Contiguous | pattern.Absent | pattern.Or | pattern.And
+    ):
         return _bound_any(formula.left) | _bound_any(formula.right)
     return _bound_any(formula.formula)
 

@@ -8,6 +8,7 @@ from cerfleet import pattern
 from cerfleet.ceql.analysis import bindings, check, event_types
 from cerfleet.ceql.parser import parse, parse_and_check
 from cerfleet.errors import CEQLError
+from cerfleet.query import compile_query
 
 SCHEMA = """DECLARE STREAM Stock {
     EVENT SELL { name: string, price: double, volume: int, stock_time: primary_time },
@@ -257,3 +258,12 @@ def test_window_attribute_must_be_declared_and_numeric() -> None:
     _assert_points_at(err, text, "WITHIN 5 [ts]")
     err, text = _schema_error("SELECT * FROM Stock WHERE SELL WITHIN 5 [name]")
     assert err.message == "window attribute 'name' is not numeric"
+
+
+def test_a_stream_qualifier_names_a_stream_of_from() -> None:
+    with pytest.raises(CEQLError) as info:
+        compile_query("SELECT * FROM S1 WHERE S1>A ; S2>B")
+    err = info.value
+    assert (err.line, err.column) == (1, 31)
+    assert "stream 'S2' is not in FROM" in err.message
+    assert err.expected == "one of the streams in FROM: S1"

@@ -12,6 +12,7 @@ from cerfleet import pattern
 from cerfleet.ceql.parser import parse
 from cerfleet.errors import CEQLError
 from cerfleet.pattern import (
+    And,
     As,
     Attr,
     Compare,
@@ -118,6 +119,34 @@ def test_or_after_a_filter_atom_is_the_formula_or_otherwise() -> None:
     assert where("A FILTER A[x > 1] OR B") == Or(Filter(A, atom("A", "x", ">", 1)), B)
     # A parenthesis that opens a formula, not a filter group.
     assert where("A FILTER A[x > 1] OR (B ; C)") == Or(Filter(A, atom("A", "x", ">", 1)), Seq(B, C))
+
+
+@pytest.mark.parametrize(
+    ("cel", "expected"),
+    [
+        ("A AND B AND C", And(And(A, B), C)),
+        ("A ; B AND C ; D", And(Seq(A, B), Seq(C, D))),
+        ("A OR B AND C", Or(A, And(B, C))),
+        ("A AND B OR C AND D", Or(And(A, B), And(C, D))),
+        ("A AND (B OR C)", And(A, Or(B, C))),
+        ("A AND B +", And(A, Plus(B))),
+        ("(A AND B)+", Plus(And(A, B))),
+    ],
+)
+def test_pattern_conjunction_binds_between_or_and_sequencing(
+    cel: str, expected: pattern.Formula
+) -> None:
+    assert where(cel) == expected
+
+
+def test_and_after_a_filter_atom_continues_the_filter_only_when_an_atom_follows() -> None:
+    a1, b2 = atom("A", "x", ">", 1), atom("B", "y", "<", 2)
+    assert where("A ; B FILTER A[x > 1] AND B[y < 2]") == Filter(Seq(A, B), FilterAnd(a1, b2))
+    assert where("A FILTER A[x > 1] AND (B[y < 2])") == Filter(A, FilterAnd(a1, b2))
+    assert where("A FILTER A[x > 1] AND B") == And(Filter(A, a1), B)
+    assert where("A FILTER A[x > 1] AND (B ; C)") == And(Filter(A, a1), Seq(B, C))
+    # FILTER takes the whole conjunction on its left, like any formula.
+    assert where("A AND B FILTER A[x > 1]") == Filter(And(A, B), a1)
 
 
 def test_filter_connectives_and_groups() -> None:
@@ -555,7 +584,7 @@ def _error(text: str) -> CEQLError:
         ("SELECT * FROM S WHERE A FILTER A[n = 'x]", 1, 38, "unterminated string", "'"),
         ("SELECT * FROM S WHERE A /* oops", 1, 25, "unterminated comment", "'*/'"),
         ("SELECT * FROM S WHERE A FILTER (B)", 1, 33, "identifier 'B'", "filter atom"),
-        ("SELECT * FROM S WHERE A FILTER A[x>1] AND B", 1, 43, "identifier 'B'", "filter atom"),
+        ("SELECT * FROM S WHERE A AND AND B", 1, 29, "unexpected 'AND'", "an identifier"),
         ("SELECT * WHERE A", 1, 10, "unexpected 'WHERE'", "'FROM'"),
         ("", 1, 1, "unexpected end of query", "one of: 'SELECT', 'DECLARE'"),
         ("SELECT * FROM S WHERE A CONSUME BY ALL", 1, 36, "'ALL'", "'PARTITION', 'ANY', 'NONE'"),
@@ -588,8 +617,8 @@ def test_expected_list_after_a_formula() -> None:
     assert err.expected == "a time unit (MILLISECONDS, SECONDS, MINUTES, HOURS)"
     err = _error("SELECT * FROM S WHERE A )")
     assert err.expected == (
-        "one of: ';', '+', ':+', ':', 'AS', 'OR', 'FILTER', 'PARTITION', 'WITHIN', 'CONSUME', "
-        "'LIMIT', end of query"
+        "one of: ';', '+', ':+', ':', '>' (S>E: an E of stream S), 'AS', 'OR', 'AND', "
+        "'FILTER', 'PARTITION', 'WITHIN', 'CONSUME', 'LIMIT', end of query"
     )
 
 
@@ -649,3 +678,15 @@ def test_contiguous_operators() -> None:
     assert where("A : B ; C") == pattern.Seq(pattern.Contiguous(A, B), C)
     assert where("A:+ ; B") == pattern.Seq(pattern.ContiguousPlus(A), B)
     assert where("(A ; B):+ AS x") == pattern.As(pattern.ContiguousPlus(pattern.Seq(A, B)), "x")
+
+
+def test_stream_qualifier_is_the_event_type_filtered_by_its_stream() -> None:
+    def qualified(stream: str, name: str) -> pattern.Formula:
+        return Filter(EventType(name), FilterAtom(name, pattern.InStream((stream,))))
+
+    f = parse("SELECT * FROM S1, S2 WHERE S1>A ; S2 > B AS b FILTER b[x > 1]").where
+    assert f == Filter(
+        Seq(qualified("S1", "A"), As(qualified("S2", "B"), "b")), atom("b", "x", ">", 1)
+    )
+    # Inside [...] '>' stays a comparison.
+    assert filter_of("S1>A FILTER A[x > y]") == FilterAtom("A", Compare(">", Attr("x"), Attr("y")))

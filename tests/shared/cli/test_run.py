@@ -495,3 +495,54 @@ def test_a_progress_line_on_a_terminal_only(
     assert err.endswith("2 events, 1 complex events, 0 malformed lines skipped\n")
     assert main(["run", query, events, "--quiet"]) == 0
     assert "%" not in capsys.readouterr().err
+
+
+# ------------------------------------------------------------- out-of-order input
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_max_lateness_reorders_within_the_bound(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], suffix: str
+) -> None:
+    query = write(tmp_path, "q.ceql", "SELECT * FROM S WHERE A : B WITHIN 10 MILLISECONDS\n")
+    rows = [("B", 5), ("A", 3), ("B", 40), ("A", 9)]  # B@5 before A@3; A@9 31 ms late
+    if suffix == ".csv":
+        content = "type,timestamp\n" + "".join(f"{t},{ts}\n" for t, ts in rows)
+    else:
+        content = jsonl(*({"type": t, "timestamp": ts} for t, ts in rows))
+    events = write(tmp_path, "e" + suffix, content)
+    assert main(["run", query, events, "--max-lateness", "2ms"]) == 0
+    captured = capsys.readouterr()
+    assert [line["positions"] for line in output_lines(captured.out)] == [[0, 1]]
+    line = 5 if suffix == ".csv" else 4  # A@9 arrives after B@40: late
+    assert f":{line}: late event" in captured.err
+    assert main(["run", query, events]) == 0  # in input order, A@3 is late, A : B never
+    assert output_lines(capsys.readouterr().out) == []
+
+
+def test_max_lateness_rejects_a_bad_duration(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", "q", "e", "--max-lateness", "soon"])
+    assert "not a duration" in capsys.readouterr().err
+
+
+def test_stream_field_restricts_from_and_qualifiers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    query = write(tmp_path, "q.ceql", "SELECT * FROM S1, S2 WHERE S1>A ; B\n")
+    events = write(
+        tmp_path,
+        "e.jsonl",
+        jsonl(
+            {"type": "A", "src": "S2"},  # not S1
+            {"type": "A", "src": "S1"},
+            {"type": "B", "src": "S3"},  # not in FROM
+            {"type": "B", "src": "S2"},
+        ),
+    )
+    assert main(["run", query, events, "--stream-field", "src"]) == 0
+    assert [line["positions"] for line in output_lines(capsys.readouterr().out)] == [[1, 3]]
+    # Without a stream field every event is in every stream of FROM.
+    assert main(["run", query, events]) == 0
+    positions = sorted(line["positions"] for line in output_lines(capsys.readouterr().out))
+    assert positions == [[0, 2], [0, 3], [1, 2], [1, 3]]
