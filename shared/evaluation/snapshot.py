@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from cerfleet.errors import SnapshotError
+from cerfleet.evaluation.horizon import Horizon
 from cerfleet.evaluation.lag import Lags
 from cerfleet.evaluation.substream import SubstreamEvaluator
 from cerfleet.evaluation.tecs import DEAD, Node
@@ -45,6 +46,7 @@ class EvaluatorState(Protocol):
     epochs: dict[tuple[Any, ...], int]
     lags: Lags | None
     evicted: dict[tuple[Any, ...], float]
+    horizon: Horizon | None
 
     @property
     def query(self) -> _Query: ...
@@ -145,6 +147,7 @@ def dump_counted(ev: EvaluatorState) -> tuple[bytes, int]:
         "substreams": subs,
         "lags": [] if ev.lags is None else ev.lags.export(),
         "evicted": [[list(key), clock] for key, clock in ev.evicted.items()],
+        "newest": None if ev.horizon is None else _num(ev.horizon.newest),
     }
     data = zlib.compress(json.dumps(doc, separators=(",", ":")).encode(), 1)
     return data, len(writer.rows)
@@ -193,6 +196,9 @@ def load_into(ev: EvaluatorState, data: bytes) -> None:
         ev.epochs[key] = s["epoch"]
     # Absent from snapshots taken before idle keys were evicted.
     ev.evicted = {tuple(key): clock for key, clock in doc.get("evicted", [])}
+    if ev.horizon is not None:
+        # Absent (None) from snapshots taken before the horizon.
+        ev.horizon.restored(ev, _unnum(doc.get("newest"), float("-inf")))
 
 
 def _child(nodes: list[Node], ref: int) -> Node | None:
