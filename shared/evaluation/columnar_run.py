@@ -42,6 +42,11 @@ class QueryEvaluator(Protocol):
     ) -> list[ComplexEvent]: ...
 
 
+# A substream with this few events in a batch runs them one by one: with many keys
+# (one event each, say) the vector set-up per key costs far more than the events.
+FEW = 1
+
+
 def run_columns(
     ev: QueryEvaluator,
     sub: SubstreamEvaluator,
@@ -58,6 +63,8 @@ def run_columns(
     from its end event (``row``) rather than being ``key``; ``timing``: the events'
     clocks and which are behind the horizon (late whatever their key's clock)."""
     n = len(positions)
+    if n <= FEW:
+        return _run_few(ev, sub, key, positions, letters, timing, row, idx, exact_keys)
     clocks, forced = timing
     if clocks is None:
         local = sub.clock + np.arange(n)  # EVENTS windows count every event
@@ -115,4 +122,42 @@ def run_columns(
                 last = before_of[-1]
             if last != float("-inf"):
                 sub.tick(last)
+    return out
+
+
+def _run_few(
+    ev: QueryEvaluator,
+    sub: SubstreamEvaluator,
+    key: Key,
+    positions: np.ndarray,
+    letters: np.ndarray,
+    timing: tuple[np.ndarray | None, np.ndarray | None],
+    row: Row,
+    idx: np.ndarray,
+    exact_keys: bool,
+) -> list[ComplexEvent]:
+    """``run_columns`` as ``QueryEvaluator.process`` does it, event by event."""
+    clocks, forced = timing
+    clock_of = None if clocks is None else clocks.tolist()
+    forced_of = None if forced is None else forced.tolist()
+    partition_key = ev.query.partition_key
+    out: list[ComplexEvent] = []
+    for t, (i, j, letter) in enumerate(
+        zip(idx.tolist(), positions.tolist(), letters.tolist(), strict=True)
+    ):
+        clock: float | None
+        if clock_of is None:
+            clock = sub.clock
+        else:
+            clock = clock_of[t]
+            if clock != clock:  # NaN: the event has no clock
+                clock = None
+            elif clock < sub.last_clock or (forced_of is not None and forced_of[t]):
+                ev.late += 1
+                ev.late_rows.append(i)
+                continue
+        sub.clock += 1
+        event = row(i)
+        end_key = (partition_key(event) or key) if exact_keys else key
+        out += ev._advance(sub, end_key, j, event, letter, clock)
     return out
