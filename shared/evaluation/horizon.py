@@ -17,7 +17,11 @@ below its own key's latest clock. Below the low-watermark
 - a key whose latest clock ``L`` is below ``floor - ε`` (``ε`` the window) holds
   runs that started at or before ``L`` and can only end at an event at or before
   ``L + ε < floor``: none can ever complete, so the key's substream is dropped
-  (``sweep``) even though it is not idle;
+  (``sweep``) even though it is not idle. Only under ALL and STRICT, whose runs
+  never interact: under NEXT, LAST and MAX a run that cannot complete (one begun
+  at an event without a clock, say) may still outrank a later complex event, so
+  those keys go only once idle, as without the horizon; likewise a key whose
+  events all lacked a clock;
 - an evicted key's latest clock below ``floor`` needs no remembering: every
   later event is at or above ``floor`` anyway.
 
@@ -61,13 +65,16 @@ class _Owner(Protocol):
 class Horizon:
     """The newest clock seen and the live keys in the order of their last event."""
 
-    __slots__ = ("epsilon", "lateness", "newest", "touched")
+    __slots__ = ("drops_live", "epsilon", "lateness", "newest", "touched")
 
-    def __init__(self, epsilon: float, lateness: float = DEFAULT_LATENESS) -> None:
+    def __init__(
+        self, epsilon: float, lateness: float = DEFAULT_LATENESS, *, drops_live: bool = True
+    ) -> None:
         if not lateness >= 0:
             raise ValueError(f"lateness must be a number >= 0, not {lateness!r}")
         self.epsilon = epsilon
         self.lateness = lateness
+        self.drops_live = drops_live  # whether dead-but-not-idle substreams may go
         self.newest = float("-inf")
         self.touched: OrderedDict[Key, None] = OrderedDict()
 
@@ -89,6 +96,8 @@ class Horizon:
             return np.asarray(clocks < before[:-1] - self.lateness) & keyed
 
     def touch(self, key: Key) -> None:
+        if not self.drops_live:
+            return
         touched = self.touched
         if key in touched:
             touched.move_to_end(key)
@@ -111,7 +120,8 @@ class Horizon:
             if sub is not None and not sub.last_clock < dead_below:
                 break
             touched.popitem(last=False)
-            if sub is not None:
+            # No clock yet: nothing says its runs are dead; touched again by its next event.
+            if sub is not None and sub.last_clock != float("-inf"):
                 del substreams[key]
                 del owner.epochs[key]
         evicted = owner.evicted
@@ -127,5 +137,5 @@ class Horizon:
         """After a snapshot restore: the newest clock it held; live keys in any order
         (the order only decides when keys are swept, never an output)."""
         self.newest = newest
-        self.touched = OrderedDict.fromkeys(owner.substreams)
+        self.touched = OrderedDict.fromkeys(owner.substreams if self.drops_live else ())
         owner.evicted = OrderedDict(owner.evicted)

@@ -64,7 +64,7 @@ from cerfleet.evaluation.snapshot import dump
 from cerfleet.evaluation.substream import SubstreamEvaluator
 from cerfleet.evaluation.tecs import Node
 from cerfleet.evaluation.window import batch_clocks
-from cerfleet.pattern import Consume
+from cerfleet.pattern import Consume, Strategy
 from cerfleet.plan import QueryPlan
 
 if TYPE_CHECKING:
@@ -102,7 +102,9 @@ class QueryEvaluator:
         self.lags = Lags(query.lags) if query.lags else None  # what PREV reads
         self.horizon: Horizon | None = None
         if query.partitioned and query.clock is not None:
-            self.horizon = Horizon(query.epsilon)
+            # Only Algorithm 1's runs never outrank one another (see horizon).
+            plain = query.strategy in (Strategy.ALL, Strategy.STRICT)
+            self.horizon = Horizon(query.epsilon, drops_live=plain)
 
     def process(self, event: Mapping[str, Any], position: int | None = None) -> list[ComplexEvent]:
         """Process one event; return the complex events ending at it.
