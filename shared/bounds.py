@@ -18,7 +18,17 @@ from dataclasses import dataclass
 from cerfleet import pattern
 from cerfleet.plan import QueryPlan
 
-__all__ = ["AutomatonSize", "automaton_size", "iterations", "unbounded_output"]
+__all__ = [
+    "DEFAULT_MAX_OUTPUTS_PER_EVENT",
+    "AutomatonSize",
+    "automaton_size",
+    "iterations",
+    "unbounded_output",
+]
+
+# What the fleet cuts one event's output for one query at unless ``submit`` says
+# otherwise (registered with the query: ``QuerySpec.max_outputs_per_event``).
+DEFAULT_MAX_OUTPUTS_PER_EVENT = 10_000
 
 
 @dataclass(frozen=True, slots=True)

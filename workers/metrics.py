@@ -47,7 +47,7 @@ class WorkerMetrics:
             registry=registry,
         )
         self.evaluation = Counter(
-            "cerfleet_query_evaluation_seconds",
+            "cerfleet_query_seconds",
             "Time spent evaluating each query (columnar batches, enumeration included)",
             ["query"],
             registry=registry,

@@ -21,7 +21,8 @@ Events are evaluated in columnar batches (``QueryEvaluator.process_columns``)
 labelled with their keyed offsets, which become the complex events' positions.
 
 ``max_outputs_per_event`` bounds what one record may make one query emit (a
-Kleene query without a window has 2ⁿ complex events ending at its n-th event).
+Kleene query without a window has 2ⁿ complex events ending at its n-th event):
+the cap registered with the query (``QuerySpec``), else the worker's setting.
 The evaluator stops enumerating at the bound, so which complex events are kept is
 a function of the input alone and numbering stays replayable; the last output of
 a cut record says so (``Output.truncated``) and ``truncated`` counts cut records
@@ -99,6 +100,11 @@ class QueryRun:
     def name(self) -> str:
         return self.entry.spec.name
 
+    @property
+    def max_outputs(self) -> int | None:
+        """The cap registered with the query (None: the worker's setting)."""
+        return self.entry.spec.max_outputs_per_event
+
 
 @dataclass
 class PartitionState:
@@ -158,7 +164,7 @@ class PartitionState:
                     dead.append(self._letter(batch, i, run.name, reason, error))
             if not decoded.rows:
                 continue
-            evaluator.max_outputs = self.max_outputs_per_event
+            evaluator.max_outputs = run.max_outputs or self.max_outputs_per_event
             started = time.perf_counter()
             ces = evaluator.process_columns(
                 decoded.columns, events=decoded.events, positions=decoded.positions
@@ -168,7 +174,7 @@ class PartitionState:
             cut = set(evaluator.truncated_ends)
             if cut:
                 evaluator.truncated_ends.clear()
-                self._count_truncated(run.name, len(cut))
+                self._count_truncated(run, len(cut))
             for i, ce in enumerate(ces):
                 seq = run.emitted
                 run.emitted = seq + 1
@@ -225,7 +231,8 @@ class PartitionState:
         query, so far."""
         return self.duplicates, self.suppressed, dict(self.truncated), dict(self.evaluation_seconds)
 
-    def _count_truncated(self, query: str, records: int) -> None:
+    def _count_truncated(self, run: QueryRun, records: int) -> None:
+        query = run.name
         if query not in self.truncated:
             # Once per partition and query: the metric counts the rest.
             log.warning(
@@ -235,7 +242,7 @@ class PartitionState:
                 self.keyed_topic,
                 self.partition,
                 query,
-                self.max_outputs_per_event,
+                run.max_outputs or self.max_outputs_per_event,
             )
         self.truncated[query] = self.truncated.get(query, 0) + records
 

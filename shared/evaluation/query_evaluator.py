@@ -26,7 +26,11 @@ This changes no output: a fresh substream behaves as the idle one would (EVENTS
 clocks only ever compare with each other, and an idle substream has nothing
 for a CONSUME BY ANY restart to drop), except for lateness, which remembers the
 key's latest clock: under a time or attribute window an evicted key keeps that
-one number (``evicted``), and nothing under an EVENTS window or none.
+one number (``evicted``), and nothing under an EVENTS window or none. Under a
+time or attribute window the lateness horizon (``horizon``) also makes events far
+behind the whole stream's newest clock late, which lets keys whose runs can no
+longer complete and old ``evicted`` clocks go (see ``horizon`` for the rule and
+why it changes nothing else); PREV's lag histories stay (``lag``).
 
 Columnar batches (``process_columns``) give the same output as their rows one by one;
 complex events hold rows rebuilt from the columns, or the caller's events (``events=``),
@@ -41,17 +45,18 @@ from typing import TYPE_CHECKING, Any
 
 from cerfleet.cea.vector_predicates import RowView
 from cerfleet.complex_event import ComplexEvent, KeyValue
+from cerfleet.evaluation.columnar_run import run_columns
 from cerfleet.evaluation.correlated import Correlator, correlated_complex_events
 from cerfleet.evaluation.declared_lateness import DeclaredLateness
 from cerfleet.evaluation.enumeration import complex_events
+from cerfleet.evaluation.horizon import Horizon
 from cerfleet.evaluation.lag import Lags, lag_groups
 from cerfleet.evaluation.partitioning import checked_positions, column_length, partition_groups
-from cerfleet.evaluation.relevance import NextRelevant, Relevance
 from cerfleet.evaluation.snapshot import dump
 from cerfleet.evaluation.substream import SubstreamEvaluator
 from cerfleet.evaluation.tecs import Node
 from cerfleet.evaluation.window import batch_clocks
-from cerfleet.pattern import Consume
+from cerfleet.pattern import Consume, Strategy
 from cerfleet.plan import QueryPlan
 
 if TYPE_CHECKING:
@@ -89,6 +94,11 @@ class QueryEvaluator:
         self.declared: DeclaredLateness | None = None  # keys from equalities (plan)
         if query.implicit_keys and query.clock is not None:
             self.declared = DeclaredLateness(query.partition_attrs, query.lateness_key)
+        self.horizon: Horizon | None = None
+        if query.partitioned and query.clock is not None:
+            # Only Algorithm 1's runs never outrank one another (see horizon).
+            plain = query.strategy in (Strategy.ALL, Strategy.STRICT)
+            self.horizon = Horizon(query.epsilon, drops_live=plain)
 
     def process(self, event: Mapping[str, Any], position: int | None = None) -> list[ComplexEvent]:
         """Process one event labelled ``position`` (default and minimum: ``self.position``,
@@ -115,11 +125,16 @@ class QueryEvaluator:
             clock: float | None = sub.clock
         else:
             clock = clock_fn(event)
-            if clock is not None and clock < sub.last_clock:
+            horizon = self.horizon
+            if clock is not None and (
+                clock < sub.last_clock or (horizon is not None and horizon.behind(clock))
+            ):
                 self.late += 1
                 self.last_late = True
                 self._evict_if_idle(key, sub)
                 return []
+            if clock is not None and horizon is not None:
+                horizon.see(clock)
         sub.clock += 1
         lags = self.lags
         if lags is None:
@@ -131,6 +146,8 @@ class QueryEvaluator:
             out = self._advance(sub, key, j, seen, query.dcea.letter(seen), clock)
         # PREV's history is the partition's rows, matched or not: it stays (lag.py).
         self._evict_if_idle(key, sub)
+        if self.horizon is not None:
+            self.horizon.sweep(self)
         return out
 
     def process_batch(
@@ -178,11 +195,16 @@ class QueryEvaluator:
         groups = partition_groups(query.key_attrs, columns, n)
         if groups is None:
             return self._rows(row, n, events, labels)
-        clocks = None
+        clocks = behind = None
         if query.clock is not None:
             clocks = self._clocks(columns, n, events)
             if clocks is None:
                 return self._rows(row, n, events, labels)
+            if self.horizon is not None:
+                in_partition = np.zeros(n, dtype=bool)
+                for _, idx in groups:
+                    in_partition[idx] = True
+                behind = self.horizon.batch(clocks, in_partition)
         exact_keys = events is not None and query.partitioned
         outside = 0  # late rows in no substream
         if self.declared is not None and clocks is not None:
@@ -210,9 +232,14 @@ class QueryEvaluator:
                 key = query.partition_key(row(int(idx[0]))) or group_key
             sub = self._substream(key)
             key_clocks = None if clocks is None else clocks[idx]
+            forced = None if behind is None else behind[idx]
             at = base + idx if labels is None else labels[idx]
-            out += self._run_columns(sub, key, at, letters[idx], key_clocks, row, idx, exact_keys)
+            out += run_columns(
+                self, sub, key, at, letters[idx], (key_clocks, forced), row, idx, exact_keys
+            )
             self._evict_if_idle(key, sub)
+        if self.horizon is not None:
+            self.horizon.sweep(self)
         self.unpartitioned += n - in_partitions - outside
         if len(groups) > 1:
             out.sort(key=lambda ce: ce.end)  # stable: one end per key, enumeration order kept
@@ -269,75 +296,6 @@ class QueryEvaluator:
         assert query.clock is not None and query.pattern.within is not None
         return batch_clocks(query.pattern.within, query.time_field, query.clock, columns, n, events)
 
-    def _run_columns(
-        self,
-        sub: SubstreamEvaluator,
-        key: Key,
-        positions: np.ndarray,
-        letters: np.ndarray,
-        clocks: np.ndarray | None,
-        row: Row,
-        idx: np.ndarray,
-        exact_keys: bool,
-    ) -> list[ComplexEvent]:
-        """One substream's events of a batch: ``positions`` are their global positions,
-        ``idx`` their rows in the batch; ``exact_keys``: each complex event's key is read
-        from its end event (``row``) rather than being ``key``."""
-        n = len(positions)
-        if clocks is None:
-            local = sub.clock + np.arange(n)  # EVENTS windows count every event
-            late = np.zeros(n, dtype=bool)
-        else:
-            # The latest clock before each event; an event below it is late.
-            before = np.fmax.accumulate(np.concatenate(([sub.last_clock], clocks)))
-            late = clocks < before[:-1]
-            late_count = int(late.sum())
-            if late_count:
-                self.late += late_count
-                self.late_rows += idx[late].tolist()
-            local = sub.clock + np.cumsum(~late) - 1
-        finder = NextRelevant(letters, late)
-        rel = Relevance(self.query.dcea, finder.letters)
-        partition_key = self.query.partition_key
-        # Python lists: the loop reads single values, which numpy scalars make slow.
-        letter_of = letters.tolist()
-        local_of = local.tolist()
-        position_of = positions.tolist()
-        row_of = idx.tolist()
-        clock_of = None if clocks is None else clocks.tolist()
-        before_of = None if clocks is None else before.tolist()
-        out: list[ComplexEvent] = []
-        i = 0
-        while (nxt := finder.first_from(i, sub.relevant(rel))) is not None:
-            i = nxt
-            clock: float | None
-            if clock_of is None or before_of is None:
-                clock = local_of[i]
-            else:
-                # The events skipped before i moved the window: catch τ up first.
-                if before_of[i] != float("-inf"):
-                    sub.tick(before_of[i])
-                clock = clock_of[i]
-                if clock != clock:  # NaN: the event has no clock
-                    clock = None
-            sub.clock = local_of[i] + 1
-            event = row(row_of[i])
-            end_key = (partition_key(event) or key) if exact_keys else key
-            out += self._advance(sub, end_key, position_of[i], event, letter_of[i], clock)
-            i += 1
-        if n:
-            # Leave the window where the row-by-row path would: at the batch's last clock.
-            sub.clock = local_of[-1] + 1
-            if clock_of is None or before_of is None:
-                sub.tick(local_of[-1])
-            else:
-                last = clock_of[-1]
-                if not last >= before_of[-1]:  # NaN or late: the last event moved nothing
-                    last = before_of[-1]
-                if last != float("-inf"):
-                    sub.tick(last)
-        return out
-
     def _substream(self, key: Key) -> SubstreamEvaluator:
         sub = self.substreams.get(key)
         if sub is None:
@@ -354,10 +312,15 @@ class QueryEvaluator:
     def _evict_if_idle(self, key: Key, sub: SubstreamEvaluator) -> None:
         # Without PARTITION BY there is one substream: nothing to gain, and its
         # reclaimer's sweep rhythm is best left unbroken.
+        horizon = self.horizon
         if not self.query.partitioned or not sub.idle:
+            if horizon is not None:
+                horizon.touch(key)
             return
         del self.substreams[key]
         del self.epochs[key]
+        if horizon is not None:
+            horizon.forget(key)
         if self.query.clock is not None and sub.last_clock != float("-inf"):
             self.evicted[key] = sub.last_clock
 

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from cerfleet.errors import SnapshotError
 from cerfleet.evaluation.declared_lateness import DeclaredLateness
+from cerfleet.evaluation.horizon import Horizon
 from cerfleet.evaluation.lag import Lags
 from cerfleet.evaluation.substream import SubstreamEvaluator
 from cerfleet.evaluation.tecs import DEAD, Node, TaggedNode
@@ -47,6 +48,7 @@ class EvaluatorState(Protocol):
     lags: Lags | None
     evicted: dict[tuple[Any, ...], float]
     declared: DeclaredLateness | None
+    horizon: Horizon | None
 
     @property
     def query(self) -> _Query: ...
@@ -149,6 +151,7 @@ def dump_counted(ev: EvaluatorState) -> tuple[bytes, int]:
         "lags": [] if ev.lags is None else ev.lags.export(),
         "evicted": [[list(key), clock] for key, clock in ev.evicted.items()],
         "declared": [] if ev.declared is None else ev.declared.export(),
+        "newest": None if ev.horizon is None else _num(ev.horizon.newest),
     }
     data = zlib.compress(json.dumps(doc, separators=(",", ":")).encode(), 1)
     return data, len(writer.rows)
@@ -203,6 +206,9 @@ def load_into(ev: EvaluatorState, data: bytes) -> None:
     ev.evicted = {tuple(key): clock for key, clock in doc.get("evicted", [])}
     if ev.declared is not None:
         ev.declared.load(doc.get("declared", []))
+    if ev.horizon is not None:
+        # Absent (None) from snapshots taken before the horizon.
+        ev.horizon.restored(ev, _unnum(doc.get("newest"), float("-inf")))
 
 
 def _child(nodes: list[Node], ref: int) -> Node | None:

@@ -70,7 +70,15 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="register a query whose complex events per event can grow exponentially (an "
         "iteration + without WITHIN or LIMIT under ALL; see cerfleet explain); workers cut "
-        "each event's output at their max_outputs_per_event",
+        "each event's output at --max-outputs-per-event",
+    )
+    p.add_argument(
+        "--max-outputs-per-event",
+        type=_positive_int,
+        metavar="N",
+        help="the most complex events one event may make this query emit; every worker "
+        "cuts there, flags the output record and counts the cut in "
+        "cerfleet_worker_truncated_events_total (default 10,000)",
     )
     add_fleet_options(p)
     p.set_defaults(handler=_submit)
@@ -157,7 +165,7 @@ def _client_settings(args: argparse.Namespace, **extra: Any) -> FleetSettings:
 def _submit(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from cerfleet.bounds import unbounded_output
+    from cerfleet.bounds import DEFAULT_MAX_OUTPUTS_PER_EVENT, unbounded_output
     from cerfleet.fleet.registry import QuerySpec, write
     from cerfleet.fleet.service import validation_problems
     from cerfleet.fleet.topics import ensure_topics
@@ -176,6 +184,7 @@ def _submit(args: argparse.Namespace) -> int:
             output_topic=args.output_topic,
             type_field=args.type_field,
             time_field=args.time_field,
+            max_outputs_per_event=args.max_outputs_per_event or DEFAULT_MAX_OUTPUTS_PER_EVENT,
         )
     except ValidationError as exc:
         raise CerfleetError(f"cannot register {args.name!r}: {validation_problems(exc)}") from exc

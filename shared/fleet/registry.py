@@ -63,6 +63,12 @@ class QuerySpec(BaseModel):
     output_topic: str = Field(min_length=1)
     type_field: str = "type"
     time_field: str = "timestamp"
+    # The most complex events one event may make this query emit on any worker. In the
+    # record, not in each worker's settings, so that the whole group cuts at the same
+    # place: outputs are numbered for exactly-once replay, and a successor cutting
+    # elsewhere would number them differently. None (records written before the cap
+    # was registered): the workers' own max_outputs_per_event.
+    max_outputs_per_event: int | None = Field(None, ge=1)
 
     def compile(self) -> CompiledQuery:
         """Compile the query; raises ``CEQLError`` (with line and column) or ``CerfleetError``

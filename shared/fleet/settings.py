@@ -22,6 +22,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from cerfleet.bounds import DEFAULT_MAX_OUTPUTS_PER_EVENT
 from cerfleet.fleet.records import RecordLimits
 
 _CONFIG_FILE: ContextVar[Path | None] = ContextVar("cerfleet_config_file", default=None)
@@ -114,9 +115,11 @@ class WorkerSettings(FleetSettings):
     transactions: bool = False
     registry_wait: float = Field(30.0, gt=0)
     # Complex events one event may make one query emit: enumeration stops there (a
-    # Kleene query without a window has 2ⁿ ending at its n-th event). Every worker of
-    # a group must use the same value: outputs are numbered for exactly-once replay.
-    max_outputs_per_event: int = Field(10_000, ge=1)
+    # Kleene query without a window has 2ⁿ ending at its n-th event). Only for registry
+    # records that carry no cap of their own (written before ``submit`` registered
+    # one, see ``QuerySpec.max_outputs_per_event``): every worker of a group must then
+    # use the same value, since outputs are numbered for exactly-once replay.
+    max_outputs_per_event: int = Field(DEFAULT_MAX_OUTPUTS_PER_EVENT, ge=1)
 
     # The checkpoint on revoke gives up after this long (the group waits for it); the
     # successor then replays from the previous checkpoint.

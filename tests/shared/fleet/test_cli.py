@@ -234,6 +234,7 @@ def test_submit_queries_remove_round_trip(
             "output_topic": "out",
             "type_field": "type",
             "time_field": "at",
+            "max_outputs_per_event": 10_000,
         },
         {
             "version": 1,
@@ -243,6 +244,7 @@ def test_submit_queries_remove_round_trip(
             "output_topic": "out",
             "type_field": "type",
             "time_field": "timestamp",
+            "max_outputs_per_event": 10_000,
         },
     ]
 

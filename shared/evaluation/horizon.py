@@ -1,0 +1,141 @@
+"""The lateness horizon: how per-key memory stays bounded by the window.
+
+Under a time or attribute window, a ``PARTITION BY`` key whose runs have all
+expired can only be forgotten if no later event of that key can still reach back
+into its window, and a key evicted while idle can only forget its latest clock
+(which makes its later events late, see ``query_evaluator``) if no later event
+can fall below it. Per-key time alone promises neither: a key's next event may
+carry any clock at or above its own latest one. So memory would grow with every
+key ever seen (1M one-event keys: 6x the memory of 1,000 keys).
+
+The horizon adds one global rule: an event whose clock is more than
+``lateness`` below the newest clock seen so far in the whole stream (over the
+events that belong to a partition) is *late* in every partition, like an event
+below its own key's latest clock. Below the low-watermark
+``floor = newest - lateness`` nothing more can arrive, hence:
+
+- a key whose latest clock ``L`` is below ``floor - ε`` (``ε`` the window) holds
+  runs that started at or before ``L`` and can only end at an event at or before
+  ``L + ε < floor``: none can ever complete, so the key's substream is dropped
+  (``sweep``) even though it is not idle. Only under ALL and STRICT, whose runs
+  never interact: under NEXT, LAST and MAX a run that cannot complete (one begun
+  at an event without a clock, say) may still outrank a later complex event, so
+  those keys go only once idle, as without the horizon; likewise a key whose
+  events all lacked a clock;
+- an evicted key's latest clock below ``floor`` needs no remembering: every
+  later event is at or above ``floor`` anyway.
+
+Which keys are dropped when is not observable in the output: a dropped key behaves
+as its dead-but-kept substream would. The output differs from per-key lateness only
+on events more than ``lateness`` behind the stream's newest clock, which are
+dropped (and counted in ``late``) instead of opening or extending their key.
+``DEFAULT_LATENESS`` is a minute of milliseconds (time windows measure
+milliseconds; attribute windows their attribute's unit). ``QueryEvaluator.horizon =
+None`` restores pure per-key lateness with unbounded memory.
+
+Keys are visited in the order they last had an event (``touched``), oldest first,
+and a sweep stops at the first key still alive: O(1) amortised per event. A key
+whose clock is ahead of the others delays the sweep of the keys behind it only
+until the floor passes it.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, Protocol
+
+from cerfleet.evaluation.substream import SubstreamEvaluator
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from cerfleet.lazy_numpy import np
+
+Key = tuple[Any, ...]
+
+DEFAULT_LATENESS = 60_000.0
+
+
+class _Owner(Protocol):
+    substreams: dict[Key, SubstreamEvaluator]
+    epochs: dict[Key, int]
+    evicted: dict[Key, float]
+
+
+class Horizon:
+    """The newest clock seen and the live keys in the order of their last event."""
+
+    __slots__ = ("drops_live", "epsilon", "lateness", "newest", "touched")
+
+    def __init__(
+        self, epsilon: float, lateness: float = DEFAULT_LATENESS, *, drops_live: bool = True
+    ) -> None:
+        if not lateness >= 0:
+            raise ValueError(f"lateness must be a number >= 0, not {lateness!r}")
+        self.epsilon = epsilon
+        self.lateness = lateness
+        self.drops_live = drops_live  # whether dead-but-not-idle substreams may go
+        self.newest = float("-inf")
+        self.touched: OrderedDict[Key, None] = OrderedDict()
+
+    def behind(self, clock: float) -> bool:
+        """Whether an event at ``clock`` is late for every key."""
+        return clock < self.newest - self.lateness
+
+    def see(self, clock: float) -> None:
+        if clock > self.newest:
+            self.newest = clock
+
+    def batch(self, clocks: np.ndarray, keyed: np.ndarray) -> np.ndarray:
+        """The rows of a batch late for every key (``keyed``: the rows in a partition,
+        the only ones whose clocks move ``newest``), as ``behind``/``see`` row by row."""
+        moving = np.where(keyed, clocks, np.nan)
+        before = np.fmax.accumulate(np.concatenate(([self.newest], moving)))
+        self.newest = float(before[-1])
+        with np.errstate(invalid="ignore"):
+            return np.asarray(clocks < before[:-1] - self.lateness) & keyed
+
+    def touch(self, key: Key) -> None:
+        if not self.drops_live:
+            return
+        touched = self.touched
+        if key in touched:
+            touched.move_to_end(key)
+        else:
+            touched[key] = None
+
+    def forget(self, key: Key) -> None:
+        self.touched.pop(key, None)
+
+    def sweep(self, owner: _Owner) -> None:
+        """Drop the keys no later event can revive and the evicted clocks below the floor."""
+        floor = self.newest - self.lateness
+        if floor == float("-inf"):
+            return
+        dead_below = floor - self.epsilon
+        touched, substreams = self.touched, owner.substreams
+        while touched:
+            key = next(iter(touched))
+            sub = substreams.get(key)
+            if sub is not None and not sub.last_clock < dead_below:
+                break
+            touched.popitem(last=False)
+            # No clock yet: nothing says its runs are dead; touched again by its next event.
+            if sub is not None and sub.last_clock != float("-inf"):
+                del substreams[key]
+                del owner.epochs[key]
+        evicted = owner.evicted
+        if not isinstance(evicted, OrderedDict):
+            owner.evicted = evicted = OrderedDict(evicted)
+        while evicted:
+            key, last = next(iter(evicted.items()))
+            if not last < floor:
+                break
+            evicted.popitem(last=False)
+
+    def restored(self, owner: _Owner, newest: float) -> None:
+        """After a snapshot restore: the newest clock it held; live keys in any order
+        (the order only decides when keys are swept, never an output)."""
+        self.newest = newest
+        self.touched = OrderedDict.fromkeys(owner.substreams if self.drops_live else ())
+        owner.evicted = OrderedDict(owner.evicted)
