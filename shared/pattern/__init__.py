@@ -74,6 +74,11 @@ from cerfleet.pattern.predicates import (
     FilterAtom,
     FilterExpr,
     FilterOr,
+    GraphIri,
+    GraphLiteral,
+    GraphMatch,
+    GraphTerm,
+    GraphVar,
     InList,
     InRange,
     Like,
@@ -85,6 +90,7 @@ from cerfleet.pattern.predicates import (
     Prev,
     Scalar,
     Span,
+    TriplePattern,
 )
 
 __all__ = [
@@ -110,6 +116,11 @@ __all__ = [
     "FilterExpr",
     "FilterOr",
     "Formula",
+    "GraphIri",
+    "GraphLiteral",
+    "GraphMatch",
+    "GraphTerm",
+    "GraphVar",
     "InList",
     "InRange",
     "Like",
@@ -128,6 +139,7 @@ __all__ = [
     "Span",
     "Strategy",
     "StreamDecl",
+    "TriplePattern",
     "Window",
     "WindowKind",
 ]

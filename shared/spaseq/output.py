@@ -1,0 +1,148 @@
+"""SPAseq's output stage: the automaton's complex events (sets of instants) to the
+query's result rows, by the semantics of Definitions 8–16 (with the choices the paper
+leaves open, stated in the README).
+
+For each complex event, every way of giving its instants to the SEQ elements in order
+(one each; one or more for ``X+``) is judged: the mappings are joined element by
+element, stateful FILTERs read the joined mapping, ``,`` wants the next instant,
+``;`` wants no instant between with a compatible match, and all instants must lie in
+one tumbling window. The mappings left, projected, are the rows.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from cerfleet.cea.graph_match import Solution, compile_graph_match
+from cerfleet.cea.predicates import compile_predicate
+from cerfleet.rdf.instants import TIME
+from cerfleet.spaseq import syntax as s
+from cerfleet.spaseq.translate import gpm_pred
+
+__all__ = ["Rows"]
+
+Instant = Mapping[str, Any]
+# A solution of an element and the stateful filters it must pass once joined.
+_Sol = tuple[Solution, tuple[Callable[[Any], bool], ...]]
+
+
+def _compatible(a: Solution, b: Solution) -> bool:
+    small, big = (a, b) if len(a) <= len(b) else (b, a)
+    for k, v in small.items():
+        w = big.get(k)
+        if w is not None and (type(w) is not type(v) or w != v):
+            return False
+    return True
+
+
+class Rows:
+    """Result rows of one query: ``rows(positions, instants)``."""
+
+    def __init__(self, query: s.Query) -> None:
+        self.query = query
+        self._gpm = {
+            name: compile_graph_match(gpm_pred(g), compile_predicate)
+            for name, g in query.gpms.items()
+        }
+        self._stateful = {
+            name: tuple(compile_predicate(p) for p in g.stateful) for name, g in query.gpms.items()
+        }
+        if query.select is None:
+            names: list[str] = []
+            for element in query.elements:
+                for ref in s.refs(element.bop):
+                    names.extend(sorted(query.gpms[ref].variables() - set(names)))
+            self.select: tuple[str, ...] = tuple(dict.fromkeys(names))
+        else:
+            self.select = query.select
+        self.window = query.within_ms
+
+    def _bop(self, bop: s.BOp, instant: Instant) -> list[_Sol]:
+        if isinstance(bop, s.Ref):
+            return [(m, self._stateful[bop.name]) for m in self._gpm[bop.name](instant)]
+        left, right = self._bop(bop.left, instant), self._bop(bop.right, instant)
+        if isinstance(bop, s.Disj):
+            return left + right
+        return [({**a, **b}, fa + fb) for a, fa in left for b, fb in right if _compatible(a, b)]
+
+    def _extend(self, xs: list[Solution], sols: list[_Sol]) -> list[Solution]:
+        out = []
+        for x in xs:
+            for y, filters in sols:
+                if _compatible(x, y):
+                    merged = {**x, **y}
+                    if all(f(merged) for f in filters):
+                        out.append(merged)
+        return out
+
+    def _labelings(self, positions: Sequence[int], i: int, k: int) -> Iterator[list[list[int]]]:
+        elements = self.query.elements
+        if i == len(elements):
+            if k == len(positions):
+                yield []
+            return
+        rest = len(elements) - i - 1
+        most = len(positions) - k - rest if elements[i].kleene else 1
+        for n in range(1, most + 1):
+            for tail in self._labelings(positions, i + 1, k + n):
+                yield [list(positions[k : k + n]), *tail]
+
+    def _in_window(self, instants: Sequence[Instant], positions: Sequence[int]) -> bool:
+        if self.window is None:
+            return True
+        lo = instants[positions[0]]["timestamp"]
+        hi = instants[positions[-1]]["timestamp"]
+        return bool(hi <= (lo // self.window + 1) * self.window)
+
+    def _skips_compatible(
+        self, xs: list[Solution], bop: s.BOp, instants: Sequence[Instant], a: int, b: int
+    ) -> bool:
+        """Whether an instant strictly between positions a and b has a match of ``bop``
+        compatible with ``xs`` (Definition 11: then b is not the next one)."""
+        return any(self._extend(xs, self._bop(bop, instants[q])) for q in range(a + 1, b))
+
+    def _judge(self, groups: list[list[int]], instants: Sequence[Instant]) -> list[Solution]:
+        xs: list[Solution] = [{}]
+        last = -1
+        for i, (element, group) in enumerate(zip(self.query.elements, groups, strict=True)):
+            op = self.query.ops[i - 1] if i else None
+            first = group[0]
+            if op == "," and first != last + 1:
+                return []
+            if op == ";" and self._skips_compatible(xs, element.bop, instants, last, first):
+                return []
+            if element.kleene:
+                between = "," if i else ";"
+                for a, b in itertools.pairwise(group):
+                    if between == "," and b != a + 1:
+                        return []
+                    if between == ";" and self._skips_compatible(xs, element.bop, instants, a, b):
+                        return []
+                kept = []
+                for x in xs:
+                    if all(
+                        self._extend([x], self._bop(element.bop, instants[q])) for q in group[:-1]
+                    ):
+                        kept.extend(self._extend([x], self._bop(element.bop, instants[group[-1]])))
+                xs = kept
+            else:
+                xs = self._extend(xs, self._bop(element.bop, instants[first]))
+            if not xs:
+                return []
+            last = group[-1]
+        return xs
+
+    def rows(self, positions: Sequence[int], instants: Sequence[Instant]) -> list[dict[str, Any]]:
+        """The rows of the complex event at ``positions`` (indexes into ``instants``)."""
+        if not positions or not self._in_window(instants, positions):
+            return []
+        time = instants[positions[-1]][TIME]
+        out: list[dict[str, Any]] = []
+        for groups in self._labelings(positions, 0, 0):
+            for mapping in self._judge(groups, instants):
+                row: dict[str, Any] = {v: mapping.get(v) for v in self.select}
+                row["time"] = time
+                out.append(row)
+        return out
