@@ -59,13 +59,23 @@ class Rows:
             self.select = query.select
         self.window = query.within_ms
 
-    def _bop(self, bop: s.BOp, instant: Instant) -> list[_Sol]:
+    def _alternatives(self, bop: s.BOp, instant: Instant) -> list[list[_Sol]]:
+        """The mapping sets of ``bop`` at an instant: one per choice of a side of each
+        ``|`` (Definition 9 is a union of (time, mappings) pairs, not of mappings)."""
         if isinstance(bop, s.Ref):
-            return [(m, self._stateful[bop.name]) for m in self._gpm[bop.name](instant)]
-        left, right = self._bop(bop.left, instant), self._bop(bop.right, instant)
+            return [[(m, self._stateful[bop.name]) for m in self._gpm[bop.name](instant)]]
+        left = self._alternatives(bop.left, instant)
+        right = self._alternatives(bop.right, instant)
         if isinstance(bop, s.Disj):
             return left + right
-        return [({**a, **b}, fa + fb) for a, fa in left for b, fb in right if _compatible(a, b)]
+        return [
+            [({**a, **b}, fa + fb) for a, fa in xs for b, fb in ys if _compatible(a, b)]
+            for xs in left
+            for ys in right
+        ]
+
+    def _bop(self, bop: s.BOp, instant: Instant) -> list[_Sol]:
+        return [sol for alt in self._alternatives(bop, instant) for sol in alt]
 
     def _extend(self, xs: list[Solution], sols: list[_Sol]) -> list[Solution]:
         out = []
@@ -103,36 +113,40 @@ class Rows:
         compatible with ``xs`` (Definition 11: then b is not the next one)."""
         return any(self._extend(xs, self._bop(bop, instants[q])) for q in range(a + 1, b))
 
-    def _judge(self, groups: list[list[int]], instants: Sequence[Instant]) -> list[Solution]:
-        xs: list[Solution] = [{}]
-        last = -1
-        for i, (element, group) in enumerate(zip(self.query.elements, groups, strict=True)):
-            op = self.query.ops[i - 1] if i else None
-            first = group[0]
-            if op == "," and first != last + 1:
-                return []
-            if op == ";" and self._skips_compatible(xs, element.bop, instants, last, first):
-                return []
-            if element.kleene:
-                between = "," if i else ";"
-                for a, b in itertools.pairwise(group):
-                    if between == "," and b != a + 1:
-                        return []
-                    if between == ";" and self._skips_compatible(xs, element.bop, instants, a, b):
-                        return []
-                kept = []
-                for x in xs:
-                    if all(
-                        self._extend([x], self._bop(element.bop, instants[q])) for q in group[:-1]
-                    ):
-                        kept.extend(self._extend([x], self._bop(element.bop, instants[group[-1]])))
-                xs = kept
-            else:
-                xs = self._extend(xs, self._bop(element.bop, instants[first]))
-            if not xs:
-                return []
-            last = group[-1]
-        return xs
+    def _judge(
+        self, groups: list[list[int]], instants: Sequence[Instant], i: int, xs: list[Solution]
+    ) -> Iterator[list[Solution]]:
+        """The mapping sets of the matches giving ``groups`` to the elements from the
+        ``i``-th on, after ``xs`` (the mappings of the elements before)."""
+        if i == len(groups):
+            yield xs
+            return
+        element, group = self.query.elements[i], groups[i]
+        last = groups[i - 1][-1] if i else -1
+        op = self.query.ops[i - 1] if i else None
+        first = group[0]
+        if op == "," and first != last + 1:
+            return
+        if op == ";" and self._skips_compatible(xs, element.bop, instants, last, first):
+            return
+        if not element.kleene:
+            for alt in self._alternatives(element.bop, instants[first]):
+                if ys := self._extend(xs, alt):
+                    yield from self._judge(groups, instants, i + 1, ys)
+            return
+        # Iterations: ; between them when the Kleene+ leads (Def. 13), else , (Def. 14);
+        # each must be compatible with the mappings before, the last one's are kept.
+        for a, b in itertools.pairwise(group):
+            if i == 0 and self._skips_compatible(xs, element.bop, instants, a, b):
+                return
+            if i > 0 and b != a + 1:
+                return
+        kept = []
+        for x in xs:
+            if all(self._extend([x], self._bop(element.bop, instants[q])) for q in group[:-1]):
+                kept.extend(self._extend([x], self._bop(element.bop, instants[group[-1]])))
+        if kept:
+            yield from self._judge(groups, instants, i + 1, kept)
 
     def rows(self, positions: Sequence[int], instants: Sequence[Instant]) -> list[dict[str, Any]]:
         """The rows of the complex event at ``positions`` (indexes into ``instants``)."""
@@ -141,7 +155,7 @@ class Rows:
         time = instants[positions[-1]][TIME]
         out: list[dict[str, Any]] = []
         for groups in self._labelings(positions, 0, 0):
-            for mapping in self._judge(groups, instants):
+            for mapping in itertools.chain.from_iterable(self._judge(groups, instants, 0, [{}])):
                 row: dict[str, Any] = {v: mapping.get(v) for v in self.select}
                 row["time"] = time
                 out.append(row)
