@@ -15,7 +15,7 @@ from cerfleet import pattern
 from cerfleet.rdf.instants import BACKGROUND, GRAPHS, SOLUTIONS
 from cerfleet.rdf.terms import BNode, Graph, Iri, Term
 
-__all__ = ["Solution", "compile_graph_match", "match"]
+__all__ = ["Solution", "compile_graph_match", "compile_triples"]
 
 Solution = dict[str, Term]
 _Empty: Graph = {}
@@ -41,44 +41,67 @@ def _same(value: Term, const: Term) -> bool:
     return bool(value == const)
 
 
-def _bind(term: pattern.GraphTerm, value: Term, mapping: Solution) -> Solution | None:
+# A compiled term: (variable name, None) or (None, constant).
+_Slot = tuple[str | None, Term | None]
+
+
+def _slot(term: pattern.GraphTerm) -> _Slot:
     if isinstance(term, pattern.GraphVar):
-        have = mapping.get(term.name)
-        if have is None:
-            out = dict(mapping)
-            out[term.name] = value
-            return out
-        return mapping if _same(have, value) else None
-    return mapping if _same(value, _constant(term)) else None
+        return term.name, None
+    return None, _constant(term)
 
 
-def match(
-    triples: tuple[pattern.TriplePattern, ...], graph: Graph, start: list[Solution]
-) -> list[Solution]:
-    """Every extension of the ``start`` mappings matching all ``triples`` in ``graph``."""
-    current = start
-    for s, p, o in triples:
-        if not current:
-            return current
-        nxt: list[Solution] = []
-        for mapping in current:
-            if isinstance(p, pattern.GraphVar) and p.name not in mapping:
-                candidates = [(Iri(pred), pairs) for pred, pairs in graph.items()]
-            else:
-                pred = mapping[p.name] if isinstance(p, pattern.GraphVar) else _constant(p)
-                if not isinstance(pred, Iri):
+def _fits(slot: _Slot, value: Term, mapping: Solution) -> Solution | None:
+    """``mapping`` extended so that ``slot`` is ``value`` (None: it cannot be)."""
+    name, const = slot
+    if name is None:
+        assert const is not None
+        return mapping if _same(value, const) else None
+    have = mapping.get(name)
+    if have is None:
+        out = dict(mapping)
+        out[name] = value
+        return out
+    return mapping if _same(have, value) else None
+
+
+def compile_triples(
+    triples: tuple[pattern.TriplePattern, ...],
+) -> Callable[[Graph, list[Solution]], list[Solution]]:
+    """``(graph, start) ->`` every extension of the ``start`` mappings matching all
+    ``triples`` in ``graph`` (constants resolved once, here)."""
+    slots = [(_slot(s), _slot(p), _slot(o)) for s, p, o in triples]
+
+    def run(graph: Graph, start: list[Solution]) -> list[Solution]:
+        current = start
+        for s_slot, p_slot, o_slot in slots:
+            if not current:
+                return current
+            nxt: list[Solution] = []
+            p_name, p_const = p_slot
+            for mapping in current:
+                bound = p_const if p_name is None else mapping.get(p_name)
+                if bound is None:
+                    candidates = [(Iri(pred), pairs) for pred, pairs in graph.items()]
+                elif isinstance(bound, Iri):
+                    candidates = [(bound, graph.get(bound, _NONE))]
+                else:
                     continue
-                candidates = [(pred, graph.get(pred, []))]
-            for pred, pairs in candidates:
-                with_p = _bind(p, pred, mapping)
-                if with_p is None:
-                    continue
-                for subj, obj in pairs:
-                    m = _bind(s, subj, with_p)
-                    if m is not None and (m := _bind(o, obj, m)) is not None:
-                        nxt.append(m)
-        current = nxt
-    return _distinct(current)
+                for pred, pairs in candidates:
+                    with_p = mapping if p_name is None else _fits(p_slot, pred, mapping)
+                    if with_p is None:
+                        continue
+                    for subj, obj in pairs:
+                        m = _fits(s_slot, subj, with_p)
+                        if m is not None and (m := _fits(o_slot, obj, m)) is not None:
+                            nxt.append(m)
+            current = nxt
+        return _distinct(current) if len(current) > 1 else current
+
+    return run
+
+
+_NONE: list[tuple[Term, Term]] = []
 
 
 def _distinct(mappings: list[Solution]) -> list[Solution]:
@@ -98,22 +121,27 @@ def compile_graph_match(
     """``event -> solutions`` (cached in the event under ``rdf.instants.SOLUTIONS``).
     ``compile_filter`` compiles the filter over a mapping (variables as attributes)."""
     keep = compile_filter(gm.filter) if gm.filter is not None else None
+    own = compile_triples(gm.triples)
+    joined = compile_triples(gm.background_triples)
+    stream, background = gm.stream, gm.background
+    # The cache key: the pattern's text, hashed once here (hashing the node per event
+    # would cost more than matching a small graph).
+    key = repr(gm)
 
     def evaluate(event: Mapping[str, Any]) -> list[Solution]:
-        cache: dict[pattern.GraphMatch, list[Solution]] = event[SOLUTIONS]
-        found = cache.get(gm)
+        cache: dict[str, list[Solution]] = event[SOLUTIONS]
+        found = cache.get(key)
         if found is not None:
             return found
-        graph = event[GRAPHS].get(gm.stream)
+        graph = event[GRAPHS].get(stream)
         out: list[Solution] = []
         if graph is not None:
-            out = match(gm.triples, graph, [{}])
-            if out and gm.background is not None:
-                kb = event[BACKGROUND].get(gm.background, _Empty)
-                out = match(gm.background_triples, kb, out)
+            out = own(graph, [{}])
+            if out and background is not None:
+                out = joined(event[BACKGROUND].get(background, _Empty), out)
             if keep is not None:
                 out = [m for m in out if keep(m)]
-        cache[gm] = out
+        cache[key] = out
         return out
 
     return evaluate
