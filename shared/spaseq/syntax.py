@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cerfleet import pattern
 from cerfleet.errors import SpaseqError
@@ -14,7 +14,7 @@ class Ref:
     """A GPM named in SEQ."""
 
     name: str
-    span: Span | None = None
+    span: Span | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
