@@ -24,6 +24,8 @@ from cerfleet.spaseq.translate import gpm_pred
 __all__ = ["Rows"]
 
 Instant = Mapping[str, Any]
+# Kleene+ runs remembered (``Rows._iterations_ok``) before the memory is dropped.
+_REACH_LIMIT = 200_000
 # A solution of an element and the stateful filters it must pass once joined.
 _Sol = tuple[Solution, tuple[Callable[[Any], bool], ...]]
 
@@ -58,6 +60,7 @@ class Rows:
         else:
             self.select = query.select
         self.window = query.within_ms
+        self._reach: dict[tuple[Any, ...], list[Any]] = {}
 
     def _alternatives(self, bop: s.BOp, instant: Instant) -> list[list[_Sol]]:
         """The mapping sets of ``bop`` at an instant: one per choice of a side of each
@@ -113,11 +116,36 @@ class Rows:
         compatible with ``xs`` (Definition 11: then b is not the next one)."""
         return any(self._extend(xs, self._bop(bop, instants[q])) for q in range(a + 1, b))
 
+    def _iterations_ok(
+        self, key: tuple[Any, ...], x: Solution, bop: s.BOp, instants: Sequence[Instant], upto: int
+    ) -> bool:
+        """Whether the Kleene+ iterations at positions ``key[-1]`` to ``upto - 1`` are
+        all compatible with ``x``. Candidates ending at later events extend the same
+        runs of positions: how far the run stays compatible is kept per (mappings
+        before, mapping, first position), so each position is judged once per run."""
+        state = self._reach.get(key)
+        if state is None:
+            if len(self._reach) > _REACH_LIMIT:
+                self._reach.clear()
+            state = self._reach[key] = [key[-1], False]
+        while not state[1] and state[0] < upto:
+            if self._extend([x], self._bop(bop, instants[state[0]])):
+                state[0] += 1
+            else:
+                state[1] = True
+        return bool(state[0] >= upto)
+
     def _judge(
-        self, groups: list[list[int]], instants: Sequence[Instant], i: int, xs: list[Solution]
+        self,
+        groups: list[list[int]],
+        instants: Sequence[Instant],
+        i: int,
+        xs: list[Solution],
+        path: tuple[Any, ...] = (),
     ) -> Iterator[list[Solution]]:
         """The mapping sets of the matches giving ``groups`` to the elements from the
-        ``i``-th on, after ``xs`` (the mappings of the elements before)."""
+        ``i``-th on, after ``xs`` (the mappings of the elements before, which ``path``
+        identifies: the earlier groups and the sides of ``|`` taken)."""
         if i == len(groups):
             yield xs
             return
@@ -130,9 +158,9 @@ class Rows:
         if op == ";" and self._skips_compatible(xs, element.bop, instants, last, first):
             return
         if not element.kleene:
-            for alt in self._alternatives(element.bop, instants[first]):
+            for k, alt in enumerate(self._alternatives(element.bop, instants[first])):
                 if ys := self._extend(xs, alt):
-                    yield from self._judge(groups, instants, i + 1, ys)
+                    yield from self._judge(groups, instants, i + 1, ys, (*path, first, k))
             return
         # Iterations: ; between them when the Kleene+ leads (Def. 13), else , (Def. 14);
         # each must be compatible with the mappings before, the last one's are kept.
@@ -142,11 +170,15 @@ class Rows:
             if i > 0 and b != a + 1:
                 return
         kept = []
-        for x in xs:
-            if all(self._extend([x], self._bop(element.bop, instants[q])) for q in group[:-1]):
+        for xi, x in enumerate(xs):
+            if i == 0:
+                ok = all(self._extend([x], self._bop(element.bop, instants[q])) for q in group[:-1])
+            else:  # contiguous: group is first .. group[-1]
+                ok = self._iterations_ok((path, xi, first), x, element.bop, instants, group[-1])
+            if ok:
                 kept.extend(self._extend([x], self._bop(element.bop, instants[group[-1]])))
         if kept:
-            yield from self._judge(groups, instants, i + 1, kept)
+            yield from self._judge(groups, instants, i + 1, kept, (*path, tuple(group)))
 
     def rows(self, positions: Sequence[int], instants: Sequence[Instant]) -> list[dict[str, Any]]:
         """The rows of the complex event at ``positions`` (indexes into ``instants``)."""
