@@ -51,24 +51,34 @@ def _timestamp(node: object) -> tuple[int, int | float | str] | None:
 def read_trig(data: bytes | str | Path) -> tuple[list[RdfEvent], list[str]]:
     """The events of a TriG document in time order (ties: file order), and a report per
     named graph that is not an event (no time, or a time that is not a number of
-    seconds or an xsd:dateTime). ``EventError`` if the document is not TriG."""
+    seconds or an xsd:dateTime) and for a syntax error (the events before it are
+    kept). ``EventError`` if nothing before the first error is TriG."""
     raw = data.read_bytes() if isinstance(data, Path) else data
     graphs: dict[str, list[tuple[Term, Term, Term]]] = defaultdict(list)
     times: dict[str, list[object]] = defaultdict(list)
+    reports: list[str] = []
+    current: str | None = None
     try:
         for quad in ox.parse(raw, format=ox.RdfFormat.TRIG):
             g = quad.graph_name
             if isinstance(g, ox.DefaultGraph):
+                current = None
                 if isinstance(quad.predicate, ox.NamedNode) and quad.predicate.value == TIME:
                     times[_graph_key(quad.subject)].append(quad.object)
                 continue
-            graphs[_graph_key(g)].append(
+            current = _graph_key(g)
+            graphs[current].append(
                 (term_of(quad.subject), term_of(quad.predicate), term_of(quad.object))
             )
     except SyntaxError as err:
-        raise EventError(f"not TriG: {err}") from None
+        if not graphs and not times:
+            raise EventError(f"not TriG: {err}") from None
+        # What came before the error stays; the graph being read may be cut short.
+        reports.append(f"not TriG: {err}; the rest of the file is skipped")
+        if current is not None:
+            del graphs[current]
+            reports.append(f"graph {current}: cut by the error; skipped")
     events: list[RdfEvent] = []
-    reports: list[str] = []
     for name, triples in graphs.items():
         stamps = times.get(name, [])
         if len(stamps) != 1:

@@ -110,6 +110,19 @@ def test_not_trig() -> None:
         read_trig(b"<http://e/g1> { <http://e/a> <http://e/p> }")
 
 
+def test_a_syntax_error_keeps_the_events_before_it() -> None:
+    events, reports = read_trig(
+        b"@prefix t: <https://cerfleet.dev/ns#> .\n"
+        b"<http://e/g1> t:time 1 . <http://e/g1> { <http://e/a> <http://e/p> 1 . }\n"
+        b"<http://e/g2> t:time 2 .\n"
+        b"<http://e/g2> { <http://e/a> <http://e/p> 2 . <http://e/a> <http://e/p> }\n"
+        b"<http://e/g3> t:time 3 . <http://e/g3> { <http://e/a> <http://e/p> 3 . }\n"
+    )
+    assert [e.name for e in events] == ["http://e/g1"]
+    assert reports[0].startswith("not TriG:") and "rest of the file is skipped" in reports[0]
+    assert reports[1] == "graph http://e/g2: cut by the error; skipped"
+
+
 def test_cli_reports_query_error_and_bad_options(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
