@@ -61,6 +61,8 @@ class Rows:
             self.select = query.select
         self.window = query.within_ms
         self._reach: dict[tuple[Any, ...], list[Any]] = {}
+        kleene = [e.kleene for e in query.elements]
+        self._kleene_after = [any(kleene[i + 1 :]) for i in range(len(kleene))]
 
     def _alternatives(self, bop: s.BOp, instant: Instant) -> list[list[_Sol]]:
         """The mapping sets of ``bop`` at an instant: one per choice of a side of each
@@ -98,7 +100,10 @@ class Rows:
             return
         rest = len(elements) - i - 1
         most = len(positions) - k - rest if elements[i].kleene else 1
-        for n in range(1, most + 1):
+        # With no Kleene+ after it, the elements left take one position each: this
+        # one takes exactly what remains (trying every length costs O(n) per match).
+        least = most if not self._kleene_after[i] else 1
+        for n in range(max(least, 1), most + 1):
             for tail in self._labelings(positions, i + 1, k + n):
                 yield [list(positions[k : k + n]), *tail]
 
