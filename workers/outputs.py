@@ -35,14 +35,26 @@ up to it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
 from cerfleet.complex_event import ComplexEvent
+from cerfleet.events.jsonl import loads
 from cerfleet.fleet.keyed import ORIGIN_HEADER, header_items
+from cerfleet.workers.keyed_events import SOURCE_FIELD, KeyedEvent
 
-SOURCE_FIELD = "@cerfleet.source"  # injected into events; not a CEQL identifier, so unqueryable
+__all__ = [
+    "MAX_OUTPUT_BYTES",
+    "SOURCE_FIELD",
+    "origin",
+    "output_key",
+    "output_value",
+    "parse_origin",
+    "published_seqs",
+    "record_value",
+    "strip_source",
+]
 # Below the producers' and brokers' default message.max.bytes (1,000,000), with room for
 # the key and headers.
 MAX_OUTPUT_BYTES = 900_000
@@ -52,17 +64,54 @@ def output_value(
     query: str, keyed_topic: str, partition: int, ce: ComplexEvent, truncated: bool = False
 ) -> bytes:
     """The output record of ``ce``, read from a keyed partition: each event's source
-    comes from its injected ``SOURCE_FIELD``."""
-    events = []
-    sources = []
-    for event in ce.events:
-        src = event.get(SOURCE_FIELD)
-        events.append(strip_source(event))
-        sources.append(
-            None if src is None else {"topic": src[0], "partition": src[1], "offset": src[2]}
-        )
+    comes from its ``SOURCE_FIELD``. Events that kept their bytes (``KeyedEvent``) are
+    written as those bytes, never decoded or re-encoded."""
+    events = ce.events
+    if set(map(type, events)) == {KeyedEvent}:
+        keyed_events = cast("Sequence[KeyedEvent]", events)
+        raws = [e.raw for e in keyed_events]
+        sources_json = b"[%b]" % b",".join([e.source_json() for e in keyed_events])
+    else:  # some restored from a checkpoint: plain mappings
+        raws = []
+        sources = []
+        for event in events:
+            if type(event) is KeyedEvent:
+                src = event.source
+                raws.append(event.raw)
+            else:
+                src = event.get(SOURCE_FIELD)
+                raws.append(orjson.dumps(strip_source(event)))
+            sources.append(
+                None if src is None else {"topic": src[0], "partition": src[1], "offset": src[2]}
+            )
+        sources_json = orjson.dumps(sources)
     keyed = {"topic": keyed_topic, "partition": partition}
-    return record_value(query, keyed, ce, events, sources, truncated)
+    doc: dict[str, Any] = {
+        "query": query,
+        "key": None if ce.key is None else list(ce.key),
+        "start": ce.start,
+        "end": ce.end,
+        "positions": list(ce.positions),
+        "keyed": keyed,
+    }
+    # The document's fields in ``record_value``'s order, the events spliced in as bytes.
+    value = b'%b,"events":[%b],"sources":%b%b}' % (
+        orjson.dumps(doc)[:-1],
+        b",".join(raws),
+        sources_json,
+        b',"truncated":true' if truncated else b"",
+    )
+    if len(value) <= MAX_OUTPUT_BYTES:
+        return value
+    # Rare: shrunk as ``record_value`` does.
+    return record_value(
+        query,
+        keyed,
+        ce,
+        [strip_source(loads(raw)) for raw in raws],
+        loads(sources_json),
+        truncated,
+    )
 
 
 def record_value(

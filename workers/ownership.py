@@ -32,10 +32,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from contextlib import suppress
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTP
 
+from cerfleet.fleet.batching import BATCHED_PRODUCER
 from cerfleet.fleet.commits import commit_with_retry
 from cerfleet.fleet.registry import Registry
 from cerfleet.fleet.settings import WorkerSettings
@@ -95,17 +97,8 @@ class Ownership:
         """The partition's own transactional producer; creating it aborts whatever
         transaction a previous owner left open under the same id, and fences it."""
         s = self.settings
-        producer = Producer(
-            s.producer_config(
-                **{
-                    "enable.idempotence": "true",
-                    "linger.ms": "5",
-                    "batch.num.messages": "10000",
-                    "compression.type": "lz4",
-                    "transactional.id": f"{s.group_id}.{tp[0]}.{tp[1]}",
-                }
-            )
-        )
+        transactional = {"transactional.id": f"{s.group_id}.{tp[0]}.{tp[1]}"}
+        producer = Producer(s.producer_config(**BATCHED_PRODUCER, **transactional))
         producer.init_transactions(60)
         producer.begin_transaction()
         return producer
@@ -131,7 +124,7 @@ class Ownership:
 
     # -- checkpoints -------------------------------------------------------------------
 
-    def _checkpoint(self, timeout: float = 60.0) -> None:
+    def _checkpoint(self, timeout: float = 60.0, periodic: bool = False) -> None:
         started = time.perf_counter()
         deadline = time.monotonic() + timeout
         self._flush(deadline)
@@ -149,7 +142,11 @@ class Ownership:
             state.dirty = False
         if not offsets:
             return
-        self._flush(deadline)
+        # Without transactions a periodic round waits neither for its checkpoints (the
+        # next round's first flush does) nor for its commit (it only feeds lag metrics).
+        lazy = periodic and not self.settings.transactions
+        if not lazy:
+            self._flush(deadline)
         if self.settings.transactions:
             group = self.consumer.consumer_group_metadata()
             for tp, offset in offsets.items():
@@ -158,6 +155,9 @@ class Ownership:
                 producer.send_offsets_to_transaction([offset], group, left)
                 producer.commit_transaction(max(1.0, deadline - time.monotonic()))
                 producer.begin_transaction()
+        elif lazy:
+            with suppress(KafkaException):  # the next round commits again
+                self.consumer.commit(offsets=list(offsets.values()), asynchronous=True)
         else:
             commit_with_retry(self.consumer, list(offsets.values()))
         self.metrics.checkpoint_seconds.observe(time.perf_counter() - started)

@@ -33,18 +33,19 @@ from __future__ import annotations
 
 import logging
 import time
+from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from cerfleet.complex_event import ComplexEvent
 from cerfleet.evaluation.query_evaluator import QueryEvaluator
 from cerfleet.evaluation.snapshot import dump_counted
-from cerfleet.events.columns import columns_of
-from cerfleet.fleet.records import DEFAULT_LIMITS, RecordLimits, Rejected, decode_event
+from cerfleet.fleet.records import DEFAULT_LIMITS, RecordLimits
 from cerfleet.fleet.registry import Registered
 from cerfleet.workers.catalog import Catalog
 from cerfleet.workers.checkpoint import Checkpoint, QueryCheckpoint
-from cerfleet.workers.outputs import SOURCE_FIELD
+from cerfleet.workers.keyed_batch import KeyedBatch
+from cerfleet.workers.keyed_decoding import RECORD_REASONS, decode_rows, screen, segments
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,17 @@ class Record:
     src: tuple[str, int, int] | None
     registry: int
     key: bytes | None = None
+
+
+def batch_of(records: Sequence[Record]) -> KeyedBatch:
+    """``records`` as one batch."""
+    return KeyedBatch(
+        [r.offset for r in records],
+        [r.value for r in records],
+        [r.src for r in records],
+        [r.registry for r in records],
+        [r.key for r in records],
+    )
 
 
 @dataclass(slots=True)
@@ -110,61 +122,46 @@ class PartitionState:
     # query -> seconds spent evaluating it here: which query a slow worker is busy with
     evaluation_seconds: dict[str, float] = field(default_factory=dict)
 
-    def process(self, records: Sequence[Record]) -> tuple[list[Output], list[DeadLetter]]:
-        """Evaluate ``records`` (in offset order); return new outputs and dead letters."""
-        dead: list[DeadLetter] = []
-        batches: dict[int, tuple[QueryRun, list[dict[str, object]], list[int]]] = {}
-        active: list[QueryRun] = []
-        active_at: int | None = None
-        for rec in records:
-            if rec.offset < self.next_offset:
-                continue
-            self.next_offset = rec.offset + 1
-            self.dirty = True
-            src = rec.src
-            if src is not None:
-                skey = f"{src[0]}:{src[1]}"
-                if src[2] <= self.sources.get(skey, -1):
-                    self.duplicates += 1
-                    continue
-                self.sources[skey] = src[2]
-            event = decode_event(rec.value, self.record_limits)
-            if isinstance(event, Rejected):
-                # An oversized value would not fit the dead-letter topic either.
-                kept = replace(rec, value=None) if event.reason == "too_large" else rec
-                dead.append(DeadLetter(kept, None, event.reason, event.error))
-                continue
-            if src is not None:
-                event[SOURCE_FIELD] = list(src)
-            if rec.registry != active_at:
-                active = self._active(rec.registry)
-                active_at = rec.registry
-            for run in active:
-                query = run.evaluator.query
-                if not isinstance(event.get(query.type_field), str):
-                    dead.append(
-                        DeadLetter(
-                            rec, run.name, "no_type", f"type field {query.type_field!r} missing"
-                        )
-                    )
-                    continue
-                problem = query.check_event(event)
-                if problem is not None:
-                    dead.append(DeadLetter(rec, run.name, "schema", problem))
-                    continue
-                batch = batches.get(id(run))
-                if batch is None:
-                    batch = batches[id(run)] = (run, [], [])
-                batch[1].append(event)
-                batch[2].append(rec.offset)
+    def process(
+        self, records: Sequence[Record] | KeyedBatch
+    ) -> tuple[list[Output], list[DeadLetter]]:
+        """Evaluate ``records`` (in offset order); return new outputs and dead letters.
+
+        The batch is judged and decoded per query as a whole (``keyed_decoding``): each
+        query's attributes become columns, its events keep their bytes."""
+        batch = records if isinstance(records, KeyedBatch) else batch_of(records)
+        fresh = self._fresh(batch)
+        if not fresh:
+            return [], []
+        screened = screen(batch, fresh, self.record_limits)
+        dead = [self._letter(batch, i, None, r.reason, r.error) for i, r in screened.rejected]
+        reported = {i for i, _ in screened.rejected}
+        work: dict[int, tuple[QueryRun, list[int]]] = {}
+        registries = batch.registries
+        for segment in segments(screened.kept, registries):
+            for run in self._active(registries[segment[0]]):
+                entry = work.get(id(run))
+                if entry is None:
+                    work[id(run)] = (run, list(segment))
+                else:
+                    entry[1].extend(segment)
         outputs: list[Output] = []
-        for run, events, positions in batches.values():
-            query = run.evaluator.query
+        for run, rows in work.values():
             evaluator = run.evaluator
+            decoded = decode_rows(evaluator.query.json_decoder, batch, rows)
+            for i, reason, error in decoded.problems:
+                if reason in RECORD_REASONS:
+                    if i not in reported:  # one letter per record, whichever query saw it
+                        reported.add(i)
+                        dead.append(self._letter(batch, i, None, reason, error))
+                else:
+                    dead.append(self._letter(batch, i, run.name, reason, error))
+            if not decoded.rows:
+                continue
             evaluator.max_outputs = self.max_outputs_per_event
             started = time.perf_counter()
             ces = evaluator.process_columns(
-                columns_of(events, query.attributes), events=events, positions=positions
+                decoded.columns, events=decoded.events, positions=decoded.positions
             )
             spent = time.perf_counter() - started
             self.evaluation_seconds[run.name] = self.evaluation_seconds.get(run.name, 0.0) + spent
@@ -180,7 +177,48 @@ class PartitionState:
                     continue
                 last = ce.end in cut and (i + 1 == len(ces) or ces[i + 1].end != ce.end)
                 outputs.append(Output(run, seq, ce, last))
+        # In record order, the record's own verdict before its queries' (by name).
+        dead.sort(key=lambda d: (d.record.offset, d.query or ""))
         return outputs, dead
+
+    def _fresh(self, batch: KeyedBatch) -> list[int]:
+        """The rows of ``batch`` not processed before: at or past ``next_offset``, and not
+        a second copy of an input record (routed twice by a restarted coordinator)."""
+        offsets = batch.offsets
+        first = bisect_left(offsets, self.next_offset)
+        if first == len(offsets):
+            return []
+        self.next_offset = offsets[-1] + 1
+        self.dirty = True
+        seen = self.sources
+        fresh: list[int] = []
+        keep = fresh.append
+        sources = batch.sources
+        for i in range(first, len(offsets)):
+            src = sources[i]
+            if src is not None:
+                skey = f"{src[0]}:{src[1]}"
+                if src[2] <= seen.get(skey, -1):
+                    self.duplicates += 1
+                    continue
+                seen[skey] = src[2]
+            keep(i)
+        return fresh
+
+    def _letter(
+        self, batch: KeyedBatch, i: int, query: str | None, reason: str, error: str
+    ) -> DeadLetter:
+        src = batch.sources[i]
+        # An oversized value would not fit the dead-letter topic either.
+        value = None if reason == "too_large" else batch.values[i]
+        record = Record(
+            batch.offsets[i],
+            value,
+            None if src is None else (str(src[0]), int(src[1]), int(src[2])),
+            batch.registries[i],
+            batch.key(i),
+        )
+        return DeadLetter(record, query, reason, error)
 
     def counts(self) -> tuple[int, int, dict[str, int], dict[str, float]]:
         """Duplicates, suppressed outputs, truncated records and evaluation seconds per

@@ -30,6 +30,7 @@ import logging
 import re
 import threading
 import time
+from bisect import bisect_left
 from collections.abc import Callable
 from functools import partial
 
@@ -42,27 +43,26 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from cerfleet.fleet.batching import BATCHED_PRODUCER, drain
 from cerfleet.fleet.keyed import (
     ERROR_HEADER,
     ORIGIN_HEADER,
     QUERY_HEADER,
-    REGISTRY_HEADER,
     SRC_HEADER,
     STAGE_HEADER,
     coordinates,
-    decode_src,
     encode_src,
-    header_items,
 )
 from cerfleet.fleet.registry import Registry
 from cerfleet.fleet.registry import ensure_topic as ensure_registry_topic
 from cerfleet.fleet.settings import WorkerSettings
 from cerfleet.fleet.topics import TopicError, ensure_topics
 from cerfleet.workers.catalog import Catalog
+from cerfleet.workers.keyed_batch import KeyedBatch, split_by_partition
 from cerfleet.workers.metrics import WorkerMetrics
 from cerfleet.workers.outputs import origin, output_key, output_value
 from cerfleet.workers.ownership import CheckpointTimeout, Ownership
-from cerfleet.workers.partition import DeadLetter, Output, PartitionState, Record
+from cerfleet.workers.partition import DeadLetter, Output, PartitionState
 
 log = logging.getLogger(__name__)
 
@@ -125,15 +125,9 @@ class Worker(Ownership):
         self.registry = Registry(client, s.registry_topic)
         self.registry.catch_up()
         self.catalog = Catalog(self.registry, s.keyed_topic_prefix)
-        producer_extra = {
-            "enable.idempotence": "true",
-            "linger.ms": "5",
-            "batch.num.messages": "10000",
-            "compression.type": "lz4",
-        }
         # With transactions, outputs go through each keyed partition's own transactional
         # producer (see cerfleet.workers.ownership); this one serves the rest.
-        self.producer = Producer(s.producer_config(**producer_extra))
+        self.producer = Producer(s.producer_config(**BATCHED_PRODUCER))
         self.scanner = Consumer(
             s.consumer_config(
                 **{
@@ -169,7 +163,7 @@ class Worker(Ownership):
             last = time.monotonic()
             while not stop.is_set():
                 self.registry.poll(0)
-                msgs = self.consumer.consume(s.batch_size, 0.1)
+                msgs = drain(self.consumer, s.batch_size, 0.1)
                 if not self._check_stall() and msgs:
                     self._process(msgs)
                 for producer in self._producers():
@@ -181,7 +175,7 @@ class Worker(Ownership):
                     self._restore_pending()
                 if time.monotonic() - last >= s.checkpoint_interval:
                     try:
-                        self._checkpoint()
+                        self._checkpoint(periodic=True)
                     except CheckpointTimeout as exc:
                         log.warning("no checkpoint this round: %s", exc)
                     last = time.monotonic()
@@ -204,61 +198,48 @@ class Worker(Ownership):
 
     def _process(self, msgs: list[Message]) -> None:
         received = time.monotonic()
-        by_tp: dict[TP, list[Record]] = {}
-        for msg in msgs:
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                    log.debug("consume: %s", err)  # no keyed topic yet: no query registered
-                elif err.code() != KafkaError._PARTITION_EOF:
-                    log.warning("consume: %s", err)
-                continue
-            src = None
-            reg = 0
-            for k, v in header_items(msg):
-                if k == SRC_HEADER and v is not None:
-                    src = decode_src(v)
-                elif k == REGISTRY_HEADER and v is not None:
-                    reg = int(v)
-            topic, partition, offset = coordinates(msg)
-            by_tp.setdefault((topic, partition), []).append(
-                Record(offset, msg.value(), src, reg, msg.key())
-            )
-        for tp, records in by_tp.items():
+        parts, errors = split_by_partition(msgs)
+        for err in errors:
+            if err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                log.debug("consume: %s", err)  # no keyed topic yet: no query registered
+            elif err.code() != KafkaError._PARTITION_EOF:
+                log.warning("consume: %s", err)
+        for tp, part in parts.items():
             state = self.states.get(tp)
             if state is None or tp in self._blocked:
                 continue  # revoked while the batch was in flight, or paused and rewound
-            newest = max(r.registry for r in records)
+            batch = KeyedBatch.of_messages(part)
+            newest = max(batch.registries)
             if newest > self.registry.offset:
                 self.registry.wait_for(newest, self.settings.registry_wait)
-            if not self._outputs_ready(tp, state, records):
+            if not self._outputs_ready(tp, state, batch):
                 continue
-            self.metrics.events_in.labels(tp[0]).inc(len(records))
+            self.metrics.events_in.labels(tp[0]).inc(len(batch))
             before = state.counts()
-            outputs, dead = state.process(records)
+            outputs, dead = state.process(batch)
             if self._check_stall():
                 return  # stopped while evaluating: these outputs may be a successor's now
             self.metrics.count_batch(before, state.counts())
-            for out in outputs:
-                self._emit(state, out, received)
+            self._emit_all(state, outputs, received)
             for letter in dead:
                 self._dead_letter(state, letter)
 
     # -- missing output topics -------------------------------------------------------
 
-    def _outputs_ready(self, tp: TP, state: PartitionState, records: list[Record]) -> bool:
-        """Whether every output topic ``records`` could publish to exists (created now if
-        need be); if not, the partition is paused and rewound to its first new record.
+    def _outputs_ready(self, tp: TP, state: PartitionState, batch: KeyedBatch) -> bool:
+        """Whether every output topic the records of ``batch`` could publish to exists
+        (created now if need be); if not, the partition is paused and rewound to its
+        first new record.
 
         Checked before evaluating, because an evaluated record cannot be taken back:
         its outputs would have to be published or the partition replayed."""
-        fresh = [r for r in records if r.offset >= state.next_offset]
-        if not fresh:
+        first = bisect_left(batch.offsets, state.next_offset)
+        if first == len(batch):
             return True
         # A superset of the queries the records reach: the runs already started,
         # and every query registered at one of the records' registry offsets.
         topics = {run.entry.spec.output_topic for run in state.runs.values()}
-        for reg in {r.registry for r in fresh}:
+        for reg in set(batch.registries[first:]):
             topics.update(e.spec.output_topic for e in self.catalog.queries_at(tp[0], reg).values())
         missing = {t for t in sorted(topics) if not self._output_topic_ready(t)}
         if not missing:
@@ -268,13 +249,13 @@ class Worker(Ownership):
         self.consumer.pause([partition])
         # The client discards what it had fetched beyond this offset (and _process skips
         # anything of a blocked partition); resuming fetches it all again from here.
-        self.consumer.seek(TopicPartition(tp[0], tp[1], fresh[0].offset))
+        self.consumer.seek(TopicPartition(tp[0], tp[1], batch.offsets[first]))
         self.metrics.blocked.set(len(self._blocked))
         log.warning(
             "%s[%d] paused at offset %d until output topic(s) %s can be created",
             tp[0],
             tp[1],
-            fresh[0].offset,
+            batch.offsets[first],
             ", ".join(sorted(missing)),
         )
         return False
@@ -317,23 +298,37 @@ class Worker(Ownership):
 
     # -- publishing ----------------------------------------------------------------
 
-    def _emit(self, state: PartitionState, out: Output, received: float) -> None:
-        spec = out.run.entry.spec
-        topic = spec.output_topic
-        partition = state.partition % self._partition_count(topic)
-        tag = origin(state.keyed_topic, state.partition, spec.name, out.run.entry.version, out.seq)
-        headers: list[tuple[str, str | bytes | None]] = [(ORIGIN_HEADER, tag)]
-        self._produce(
-            self._producer_of((state.keyed_topic, state.partition)),
-            topic,
-            output_value(spec.name, state.keyed_topic, state.partition, out.ce, out.truncated),
-            output_key(out.ce),
-            headers,
-            partition,
-            partial(self._on_output, (state.keyed_topic, state.partition), topic),
-        )
-        self.metrics.complex_events.labels(spec.name).inc()
-        self.metrics.latency.labels(spec.name).observe(time.monotonic() - received)
+    def _emit_all(self, state: PartitionState, outputs: list[Output], received: float) -> None:
+        """Hand ``outputs`` to the producer; metrics are counted once per query."""
+        if not outputs:
+            return
+        tp = (state.keyed_topic, state.partition)
+        producer = self._producer_of(tp)
+        per_query: dict[str, int] = {}
+        delivered: dict[str, Callable[[KafkaError | None, Message], None]] = {}
+        for out in outputs:
+            spec = out.run.entry.spec
+            topic = spec.output_topic
+            on_delivery = delivered.get(topic)
+            if on_delivery is None:
+                on_delivery = delivered[topic] = partial(self._on_output, tp, topic)
+            tag = origin(tp[0], tp[1], spec.name, out.run.entry.version, out.seq)
+            self._produce(
+                producer,
+                topic,
+                output_value(spec.name, tp[0], tp[1], out.ce, out.truncated),
+                output_key(out.ce),
+                [(ORIGIN_HEADER, tag)],
+                state.partition % self._partition_count(topic),
+                on_delivery,
+            )
+            per_query[spec.name] = per_query.get(spec.name, 0) + 1
+        latency = time.monotonic() - received
+        for name, count in per_query.items():
+            self.metrics.complex_events.labels(name).inc(count)
+            observe = self.metrics.latency.labels(name).observe
+            for _ in range(count):
+                observe(latency)
 
     def _dead_letter(self, state: PartitionState, letter: DeadLetter) -> None:
         rec = letter.record

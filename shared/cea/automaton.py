@@ -61,12 +61,18 @@ class VCEA:
 
 @dataclass(frozen=True, slots=True)
 class Transition:
-    """``p —P/m→ q`` of a CEA; ``marking`` is • (True) or ∘ (False)."""
+    """``p —P/m→ q`` of a CEA; ``marking`` is • (True) or ∘ (False).
+
+    ``tags`` is empty except in queries with correlations (``cea.correlation``): the
+    correlated variables the event is bound to and the formula instances it belongs to,
+    which enumeration reads to check the correlations; a tagged ∘ event is kept in the
+    tECS for the check but is no position of the complex event."""
 
     source: int
     guard: Guard
     marking: bool
     target: int
+    tags: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ transitions into each enclosing ``+``: ``MAX_TRANSITIONS`` stops a construction
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 
 from cerfleet import pattern
 from cerfleet.cea.automaton import CEA, TRUE, VCEA, Guard, Transition, VTransition
@@ -54,9 +55,27 @@ class AtomTable:
         return self._index[pred]
 
 
+@dataclass(frozen=True)
+class Tagging:
+    """What a correlated query's transitions carry for enumeration (``cea.correlation``):
+    ``scopes`` maps a sub-formula (by identity) to the tag of the events it binds,
+    ``iterations`` a ``+`` (by identity) to the tag of the events starting one of its
+    iterations, ``variables`` are the variables whose events are tagged by name."""
+
+    scopes: Mapping[int, frozenset[str]] = field(default_factory=dict)
+    iterations: Mapping[int, str] = field(default_factory=dict)
+    variables: frozenset[str] = frozenset()
+
+
+def is_tag(label: str) -> bool:
+    """Scope and iteration tags start with a character no variable name can."""
+    return label[:1] in ("@", "^")
+
+
 class _Builder:
-    def __init__(self, atoms: AtomTable) -> None:
+    def __init__(self, atoms: AtomTable, tagging: Tagging | None = None) -> None:
         self.atoms = atoms
+        self.tagging = tagging
         self._ids: Iterator[int] = itertools.count(1)  # 0 is reserved for q0
 
     def fresh(self) -> int:
@@ -74,6 +93,18 @@ class _Builder:
         return a
 
     def _build(self, phi: pattern.Formula) -> VCEA:
+        a = self._build_node(phi)
+        tagging = self.tagging
+        if tagging is not None:
+            scope = tagging.scopes.get(id(phi))
+            if scope is not None:
+                a.transitions = [
+                    VTransition(t.source, t.guard, t.labels | scope, t.target) if t.labels else t
+                    for t in a.transitions
+                ]
+        return a
+
+    def _build_node(self, phi: pattern.Formula) -> VCEA:
         if isinstance(phi, pattern.EventType):
             q1, q2 = self.fresh(), self.fresh()
             return VCEA([VTransition(q1, Guard(phi.name), frozenset({phi.name}), q2)], {q1}, {q2})
@@ -91,7 +122,7 @@ class _Builder:
         if isinstance(phi, pattern.Seq):
             return self._sequence(self.build(phi.left), self.build(phi.right))
         if isinstance(phi, pattern.Plus):
-            return self._plus(self.build(phi.formula))
+            return self._plus(self.build(phi.formula), starts=self._starts(phi))
         if isinstance(phi, pattern.NotEvent):
             q1, q2 = self.fresh(), self.fresh()
             guard = self._negated(phi.etype, phi.pred)
@@ -103,7 +134,7 @@ class _Builder:
         if isinstance(phi, pattern.Contiguous):
             return self._sequence(self.build(phi.left), self.build(phi.right), skip=False)
         if isinstance(phi, pattern.ContiguousPlus):
-            return self._plus(self.build(phi.formula), skip=False)
+            return self._plus(self.build(phi.formula), skip=False, starts=self._starts(phi))
         if isinstance(phi, pattern.AnyEvent):
             # A type-free guard: filters on ``var`` conjoin their atoms to it as usual.
             q1, q2 = self.fresh(), self.fresh()
@@ -115,6 +146,9 @@ class _Builder:
             return self._union(self._filter(phi, theta.left), self._filter(phi, theta.right))
         if isinstance(theta, pattern.FilterAnd):
             return self._filter(pattern.Filter(phi, theta.left), theta.right)
+        if isinstance(theta, pattern.Correlation):
+            # ``cea.correlation`` takes them out before construction: no guard can hold one.
+            raise TypeError("a correlation reached the automaton construction")
         a = self.build(phi)
         atom = self.atoms.intern(theta.pred)
         a.transitions = [
@@ -150,7 +184,18 @@ class _Builder:
         ]
         return VCEA(transitions, set(a.initial), set(b.final))
 
-    def _plus(self, a: VCEA, *, skip: bool = True) -> VCEA:
+    def _starts(self, phi: pattern.Formula) -> str | None:
+        return None if self.tagging is None else self.tagging.iterations.get(id(phi))
+
+    def _plus(self, a: VCEA, *, skip: bool = True, starts: str | None = None) -> VCEA:
+        if starts is not None:
+            # Tag the body's first events before they are copied onto the iteration state.
+            a.transitions = [
+                VTransition(t.source, t.guard, t.labels | {starts}, t.target)
+                if t.labels and t.source in a.initial
+                else t
+                for t in a.transitions
+            ]
         q = self.fresh()
         # Runs that would complete ψ may instead wait in q for the next iteration.
         transitions = a.transitions + [
@@ -173,22 +218,34 @@ class _Builder:
         return VCEA(transitions, set(a.initial), set(a.final))
 
 
-def _project(a: VCEA, keep: frozenset[str] | None) -> VCEA:
-    """``π_L``: every label L′ becomes ``L ∩ L′`` (None keeps everything: ``SELECT *``)."""
+def _marking(labels: frozenset[str], keep: frozenset[str] | None) -> bool:
+    """``π_L``: the event is a position of the complex event when a kept variable binds it
+    (None keeps every variable: ``SELECT *``); tags are no variables."""
     if keep is None:
-        return a
-    a.transitions = [
-        VTransition(t.source, t.guard, t.labels & keep, t.target) for t in a.transitions
-    ]
-    return a
+        return any(not is_tag(label) for label in labels)
+    return not labels.isdisjoint(keep)
 
 
-def _to_cea(a: VCEA, atoms: int) -> CEA:
-    """Single fresh initial state ``q0 = 0`` copying I's outgoing transitions, labels to marks,
-    then keep only states that are reachable from q0 and can reach F."""
+def _to_cea(
+    a: VCEA, atoms: int, keep: frozenset[str] | None, tagging: Tagging | None = None
+) -> CEA:
+    """Single fresh initial state ``q0 = 0`` copying I's outgoing transitions, labels to
+    marks (and tags), then keep only states that are reachable from q0 and can reach F."""
     q0 = 0
-    raw = [Transition(t.source, t.guard, bool(t.labels), t.target) for t in a.transitions]
-    raw += [Transition(q0, t.guard, t.marking, t.target) for t in raw if t.source in a.initial]
+    tracked = frozenset() if tagging is None else tagging.variables
+    raw = [
+        Transition(
+            t.source,
+            t.guard,
+            _marking(t.labels, keep),
+            t.target,
+            frozenset(x for x in t.labels if is_tag(x) or x in tracked),
+        )
+        for t in a.transitions
+    ]
+    raw += [
+        Transition(q0, t.guard, t.marking, t.target, t.tags) for t in raw if t.source in a.initial
+    ]
     reachable = _closure({q0}, {(t.source, t.target) for t in raw})
     productive = _closure(set(a.final), {(t.target, t.source) for t in raw})
     useful = reachable & productive
@@ -217,10 +274,15 @@ def _closure(start: set[int], edges: set[tuple[int, int]]) -> set[int]:
 
 
 def compile_formula(
-    phi: pattern.Formula, select: tuple[str, ...] | None = None, atoms: AtomTable | None = None
+    phi: pattern.Formula,
+    select: tuple[str, ...] | None = None,
+    atoms: AtomTable | None = None,
+    tagging: Tagging | None = None,
 ) -> tuple[CEA, AtomTable]:
-    """Compile ``π_select(φ)`` into a CEA; returns it with the table of its filter atoms."""
+    """Compile ``π_select(φ)`` into a CEA; returns it with the table of its filter atoms.
+    ``tagging``: the tags a correlated query's enumeration reads (``Tagging``)."""
     table = atoms if atoms is not None else AtomTable()
-    builder = _Builder(table)
-    vcea = _project(builder.build(phi), None if select is None else frozenset(select))
-    return _to_cea(vcea, len(table.preds)), table
+    builder = _Builder(table, tagging)
+    vcea = builder.build(phi)
+    keep = None if select is None else frozenset(select)
+    return _to_cea(vcea, len(table.preds), keep, tagging), table

@@ -33,7 +33,7 @@ def strict_product(cea: CEA) -> CEA:
             nxt = _NEXT_PHASE[phase, t.marking]
             if nxt is not None:
                 transitions.append(
-                    Transition(3 * t.source + phase, t.guard, t.marking, 3 * t.target + nxt)
+                    Transition(3 * t.source + phase, t.guard, t.marking, 3 * t.target + nxt, t.tags)
                 )
     states = {0} | {t.source for t in transitions} | {t.target for t in transitions}
     return CEA(

@@ -15,6 +15,7 @@ from typing import NoReturn
 
 from cerfleet import pattern
 from cerfleet.cea.regex import LikeSyntaxError, compile_like
+from cerfleet.ceql.correlations import check_correlations
 from cerfleet.errors import CEQLError
 
 __all__ = ["check"]
@@ -88,6 +89,8 @@ def _walk(formula: pattern.Formula) -> Iterator[pattern.Formula]:
 def _atoms(filter_: pattern.FilterExpr) -> Iterator[pattern.FilterAtom]:
     if isinstance(filter_, pattern.FilterAtom):
         yield filter_
+    elif isinstance(filter_, pattern.Correlation):
+        return
     else:
         yield from _atoms(filter_.left)
         yield from _atoms(filter_.right)
@@ -245,6 +248,9 @@ class _Checker:
                         "the condition inside NOT(... FILTER ...)",
                     )
                 _PredicateChecker(self, atom.var, bound[atom.var]).pred(atom.pred)
+            check_correlations(
+                self.fail, filtered.filter, bound, bindings(where), _negated_variables(where)
+            )
 
     def _partition(self) -> None:
         q = self.query

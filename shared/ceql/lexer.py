@@ -115,6 +115,20 @@ def _mark_filter(toks: list[Token], i: int) -> int:
                 toks[i] = _retyped(tok, "FILTER_LPAR")
                 groups += 1
                 i += 1
+            elif _is_var_attr(toks, i):  # `x[attr]`: a value in a correlation
+                toks[i] = _retyped(tok, "VAR_NAME")
+                i += 4
+                want_atom = False
+            elif _is_prev_var_attr(toks, i):  # `PREV(x)[attr]`
+                toks[i] = _retyped(tok, "PREV")
+                toks[i + 2] = _retyped(toks[i + 2], "VAR_NAME")
+                i += 7
+                want_atom = False
+            elif tok.type in _LITERALS:  # a correlation's constant operand
+                i += 1
+                want_atom = False
+            elif tok.type == "MINUS":
+                i += 1
             elif tok.type == "NAME" and _is(toks, i + 1, "LSQB"):
                 toks[i] = _retyped(tok, "FILTER_NAME")
                 i = _past_brackets(toks, i + 1)
@@ -129,9 +143,54 @@ def _mark_filter(toks: list[Token], i: int) -> int:
             toks[i] = _retyped(tok, "FILTER_" + tok.type)
             want_atom = True
             i += 1
+        elif tok.type == "CMP_OP" or (tok.type in _ARITHMETIC and _starts_operand(toks, i + 1)):
+            # Inside a correlation; a '+' not followed by an operand is the formula's.
+            if tok.type == "PLUS":
+                toks[i] = _retyped(tok, "CPLUS")
+            want_atom = True
+            i += 1
         else:
             return i  # the formula continues: `; C`, `OR D`, `)`, a clause ...
     return i
+
+
+_LITERALS = frozenset({"INT", "DECIMAL", "STRING"})
+_ARITHMETIC = frozenset({"PLUS", "MINUS", "STAR", "SLASH", "PERCENT"})
+
+
+def _is_var_attr(toks: list[Token], i: int) -> bool:
+    """``x [ attr ]`` with one name in the brackets (no predicate is a bare name)."""
+    return (
+        _is(toks, i, "NAME")
+        and _is(toks, i + 1, "LSQB")
+        and _is(toks, i + 2, "NAME")
+        and _is(toks, i + 3, "RSQB")
+    )
+
+
+def _is_prev_var_attr(toks: list[Token], i: int) -> bool:
+    return (
+        _is(toks, i, "NAME")
+        and toks[i].value.upper() == "PREV"
+        and _is(toks, i + 1, "LPAR")
+        and _is(toks, i + 2, "NAME")
+        and _is(toks, i + 3, "RPAR")
+        and _is(toks, i + 4, "LSQB")
+        and _is(toks, i + 5, "NAME")
+        and _is(toks, i + 6, "RSQB")
+    )
+
+
+def _starts_operand(toks: list[Token], i: int) -> bool:
+    if i >= len(toks):
+        return False
+    kind = toks[i].type
+    return (
+        kind in _LITERALS
+        or kind in ("LPAR", "MINUS")
+        or _is_var_attr(toks, i)
+        or _is_prev_var_attr(toks, i)
+    )
 
 
 def _past_brackets(toks: list[Token], i: int) -> int:

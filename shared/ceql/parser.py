@@ -215,6 +215,15 @@ class _ToAst(PredicateTree):
                     expected=f"{name.value}[...]",
                 )
             return filter_.pred
+        if isinstance(filter_, pattern.Correlation):
+            span = filter_.span
+            raise CEQLError(
+                f"NOT({name.value} FILTER ...) cannot compare events with each other",
+                line=span.line if span else name.line or 1,
+                column=span.column if span else name.column or 1,
+                source=self._source,
+                expected=f"{name.value}[...]",
+            )
         left = self._own_predicate(name, filter_.left)
         right = self._own_predicate(name, filter_.right)
         if isinstance(filter_, pattern.FilterAnd):

@@ -94,6 +94,21 @@ class PredicateTree(Transformer[Token, Any]):
             return pattern.Const(-operand.value, span_of(meta))  # `-5` is a literal
         return pattern.Neg(operand, span_of(meta))
 
+    def var_attr(self, meta: Meta, children: list[Token]) -> pattern.VarAttr:
+        var, attr = children
+        return pattern.VarAttr(var.value, attr.value, 0, span_of(meta))
+
+    def prev_var_attr(self, meta: Meta, children: list[Token]) -> pattern.VarAttr:
+        _prev, var, attr = children
+        return pattern.VarAttr(var.value, attr.value, 1, span_of(meta))
+
+    def c_group(self, meta: Meta, children: list[Any]) -> pattern.Expr:
+        inner: pattern.Expr = children[1]  # FILTER_LPAR cexpr ")"
+        return inner
+
+    def correlation(self, meta: Meta, children: list[Any]) -> pattern.Correlation:
+        return pattern.Correlation(self.compare(meta, children), span_of(meta))
+
     def attr(self, meta: Meta, children: list[Token]) -> pattern.Attr:
         return pattern.Attr(children[0].value, token_span(children[0]))
 

@@ -63,13 +63,17 @@ def format_expr(expr: pattern.Expr) -> str:
     """An arithmetic expression."""
     if isinstance(expr, pattern.Attr):
         return expr.name
+    if isinstance(expr, pattern.VarAttr):
+        ref = f"{expr.var}[{expr.attr}]"
+        return f"PREV({expr.var})[{expr.attr}]" if expr.back else ref
     if isinstance(expr, pattern.Const):
         return format_value(expr.value)
     if isinstance(expr, pattern.Neg):
         # Only an attribute stays bare: `--x` would start a comment, and `-1`
         # would read as a negative literal (the parser folds `-` into numbers).
         inner = format_expr(expr.operand)
-        return f"-{inner}" if isinstance(expr.operand, pattern.Attr) else f"-({inner})"
+        bare = isinstance(expr.operand, pattern.Attr | pattern.VarAttr)
+        return f"-{inner}" if bare else f"-({inner})"
     if isinstance(expr, pattern.Arith):
         level = _ARITH_LEVEL[expr.op]
         left = _expr_operand(expr.left, level)
@@ -127,6 +131,8 @@ def format_filter(filt: pattern.FilterExpr) -> str:
     """A filter: ``x[P]`` atoms combined with AND / OR."""
     if isinstance(filt, pattern.FilterAtom):
         return f"{filt.var}[{format_predicate(filt.pred)}]"
+    if isinstance(filt, pattern.Correlation):
+        return format_predicate(filt.pred)
     if isinstance(filt, pattern.FilterAnd | pattern.FilterOr):
         return _connective(filt, format_filter(filt.left), format_filter(filt.right))
     raise TypeError(f"not a filter: {filt!r}")

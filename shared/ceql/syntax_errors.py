@@ -41,6 +41,9 @@ _READABLE: dict[str, str] = {
     "TIME_UNIT": "a time unit (MILLISECONDS, SECONDS, MINUTES, HOURS)",
     "NAME": "an identifier",
     "FILTER_NAME": "a filter atom such as x[...]",
+    "VAR_NAME": "a variable's attribute such as x[price]",
+    "PREV": "PREV(x)[attr]",
+    "CPLUS": "'+'",
     "INT": "a whole number",
     "DECIMAL": "a number",
     "STRING": "a quoted string",
@@ -60,7 +63,7 @@ def expected_text(terminals: Iterable[str]) -> str | None:
 
 
 def describe(tok: Token) -> str:
-    if tok.type in ("NAME", "FILTER_NAME"):
+    if tok.type in ("NAME", "FILTER_NAME", "VAR_NAME"):
         return f"identifier '{tok.value}'"
     if tok.type in ("INT", "DECIMAL"):
         return f"number {tok.value}"

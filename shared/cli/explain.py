@@ -1,6 +1,7 @@
 """``cerfleet explain QUERY``: what a query compiles to and what it can cost.
 
-Prints the automaton's size, the filter predicates its transitions test, the
+Prints the automaton's size, the filter predicates its transitions test (unary), the
+correlations (turned into partition keys, or checked at enumeration), the
 event types, PARTITION BY keys, window, strategy, consumption and LIMIT, and
 whether the complex events ending at one event can grow exponentially (see
 ``cerfleet.bounds``), the one thing ``cerfleet submit`` refuses by default.
@@ -72,6 +73,7 @@ def describe(compiled: CompiledQuery) -> list[str]:
     lines += [f"  [{i}] {format_predicate(p)}" for i, p in enumerate(preds)]
     lines.append(f"event types: {', '.join(sorted(compiled.cea.event_types())) or '(none)'}")
     lines.append(f"partition by: {', '.join(form.partition_by) or '(none)'}")
+    lines += _correlations(compiled)
     lines.append(f"window: {_window(form.within)}")
     lines.append(f"strategy: {form.strategy.value}")
     lines.append(f"consume by: {form.consume.value}")
@@ -90,6 +92,30 @@ def describe(compiled: CompiledQuery) -> list[str]:
         )
     else:
         lines.append("output per event: bounded")
+    return lines
+
+
+def _correlations(compiled: CompiledQuery) -> list[str]:
+    """Which filters compare events, and the guarantee each kind gets."""
+    from cerfleet.ceql.printer import format_predicate
+
+    lines = []
+    if compiled.implicit_keys:
+        lines.append(
+            f"partition keys from equalities: {', '.join(compiled.implicit_keys)} "
+            "(every event of the pattern tied to one value: constant time per event)"
+        )
+    plan = compiled.correlation
+    if plan is None:
+        if not compiled.implicit_keys:
+            lines.append("correlations: none (every filter is unary, in the automaton)")
+        return lines
+    lines.append(
+        f"correlations checked at enumeration: {len(plan.checks)} (constant time per "
+        "event; enumeration prunes a branch at its first violation, so a complex event "
+        "costs the branches visited, not only its size)"
+    )
+    lines += [f"  {format_predicate(check.pred)}" for check in plan.checks]
     return lines
 
 

@@ -50,8 +50,10 @@ class DetCEA:
         ]
         local = [{a: i for i, a in enumerate(atoms)} for atoms in relevant]
         # Per CEA state: (type index or -1 for TRUE, required atom mask, negated, marking,
-        # target).
-        self._out: dict[int, list[tuple[int, int, bool, bool, int]]] = {q: [] for q in cea.states}
+        # target, tags).
+        self._out: dict[int, list[tuple[int, int, bool, bool, int, frozenset[str]]]] = {
+            q: [] for q in cea.states
+        }
         for t in cea.transitions:
             guard = t.guard
             if guard.etype is None and guard.atoms:
@@ -60,19 +62,20 @@ class DetCEA:
                 assert not guard.negated, "no front-end negates a type-free guard"
                 for ti in range(self._radix):
                     mask = sum(1 << local[ti][a] for a in guard.atoms)
-                    self._out[t.source].append((ti, mask, False, t.marking, t.target))
+                    self._out[t.source].append((ti, mask, False, t.marking, t.target, t.tags))
                 continue
             if guard.etype is None:
-                entry = (-1, 0, guard.negated, t.marking, t.target)
+                entry = (-1, 0, guard.negated, t.marking, t.target, t.tags)
             else:
                 ti = self.type_index[guard.etype]
                 mask = sum(1 << local[ti][a] for a in guard.atoms)
-                entry = (ti, mask, guard.negated, t.marking, t.target)
+                entry = (ti, mask, guard.negated, t.marking, t.target, t.tags)
             self._out[t.source].append(entry)
         self.states: list[frozenset[int]] = []
         self.is_final: list[bool] = []
         self._ids: dict[frozenset[int], int] = {}
         self._delta: list[dict[int, tuple[int, int]]] = []
+        self._tagged: list[dict[int, TaggedStep]] = []
         self.initial = self.intern(frozenset({cea.initial}))
 
     def intern(self, subset: frozenset[int]) -> int:
@@ -84,6 +87,7 @@ class DetCEA:
             self.states.append(subset)
             self.is_final.append(not subset.isdisjoint(self.cea.final))
             self._delta.append({})
+            self._tagged.append({})
         return sid
 
     def letter(self, event: Mapping[str, Any]) -> int:
@@ -113,10 +117,36 @@ class DetCEA:
         marked: set[int] = set()
         unmarked: set[int] = set()
         for q in self.states[sid]:
-            for etype, mask, negated, marking, target in self._out[q]:
+            for etype, mask, negated, marking, target, _tags in self._out[q]:
                 if ((etype == -1 or etype == ti) and bits & mask == mask) != negated:
                     (marked if marking else unmarked).add(target)
         return (
             self.intern(frozenset(marked)) if marked else NONE,
             self.intern(frozenset(unmarked)) if unmarked else NONE,
         )
+
+    def step_tagged(self, sid: int, letter: int) -> TaggedStep:
+        """``δ(S, v, (m, tags))`` for every mark and tag set some transition reads: the
+        I/O-determinisation of a correlated query's CEA, whose outputs are (mark, tags)
+        (``cea.correlation``); ``(target, marking, tags)`` triples, the untagged ∘
+        one (if any) last."""
+        cached = self._tagged[sid].get(letter)
+        if cached is None:
+            bits, ti = divmod(letter, self._radix)
+            groups: dict[tuple[bool, frozenset[str]], set[int]] = {}
+            for q in self.states[sid]:
+                for etype, mask, negated, marking, target, tags in self._out[q]:
+                    if ((etype == -1 or etype == ti) and bits & mask == mask) != negated:
+                        groups.setdefault((marking, tags), set()).add(target)
+            cached = tuple(
+                (self.intern(frozenset(targets)), marking, tags)
+                # The plain ∘ group last: Algorithm 1 hands it the state's list itself.
+                for (marking, tags), targets in sorted(
+                    groups.items(), key=lambda g: (not g[0][0] and not g[0][1], sorted(g[0][1]))
+                )
+            )
+            self._tagged[sid][letter] = cached
+        return cached
+
+
+TaggedStep = tuple[tuple[int, bool, frozenset[str]], ...]

@@ -71,6 +71,8 @@ def _formula(phi: pattern.Formula, found: set[tuple[str, int]]) -> pattern.Formu
 def _filter(theta: pattern.FilterExpr, found: set[tuple[str, int]]) -> pattern.FilterExpr:
     if isinstance(theta, pattern.FilterAtom):
         return replace(theta, pred=_pred(theta.pred, found))
+    if isinstance(theta, pattern.Correlation):
+        return theta  # reads bound events' attributes, never the stream's lagged ones
     return replace(theta, left=_filter(theta.left, found), right=_filter(theta.right, found))
 
 
@@ -193,6 +195,9 @@ class _Evaluator(Protocol):
     @property
     def substreams(self) -> Mapping[Key, Any]: ...
 
+    @property
+    def evicted(self) -> Mapping[Key, float]: ...
+
 
 def lag_groups(
     ev: _Evaluator,
@@ -214,7 +219,8 @@ def lag_groups(
             late = np.zeros(len(idx), dtype=bool)
         else:
             sub = ev.substreams.get(key)
-            last = float("-inf") if sub is None else sub.last_clock
+            # An evicted key still remembers its latest clock (QueryEvaluator._evict_if_idle).
+            last = ev.evicted.get(key, float("-inf")) if sub is None else sub.last_clock
             mine = clocks[idx]
             late = mine < np.fmax.accumulate(np.concatenate(([last], mine)))[:-1]
         out.append((key, idx, late))

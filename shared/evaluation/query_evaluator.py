@@ -1,30 +1,23 @@
 """A whole query over a stream: PARTITION BY, window clocks, LIMIT, positions.
 
-``PARTITION BY`` runs one Algorithm-1 ``Evaluator`` per key (CORE §4.4). Nodes
-hold global input positions, so complex events come out numbered as in the
-input; ``WITHIN n EVENTS`` still counts the events of the partition's own
-substream through the evaluator's clock.
+``PARTITION BY`` runs one Algorithm-1 ``Evaluator`` per key (CORE §4.4); nodes hold
+global input positions; ``WITHIN n EVENTS`` counts the partition's own events. Correlated
+queries (``cea.correlation``) check their correlations while enumerating.
 
-Positions only label events: windows never measure them, and the evaluators
-only compare them with each other. By default the evaluator numbers events 0,
-1, 2, … itself (``position`` is the next one); a caller may instead label them
-(``process(event, position)``, ``positions=`` of the batch methods), e.g. with
-their offsets in a log, gaps allowed, as long as every label is greater than
-every one used before. Complex events then carry those labels.
+Positions only label events (windows never measure them): by default 0, 1, 2, …
+(``position`` is the next one); a caller may label them instead (``process(event,
+position)``, ``positions=``), e.g. with log offsets, gaps allowed, each label greater
+than every one before. Complex events carry those labels.
 
-Time must not go backwards within a substream under a time or attribute window:
-an event whose clock is smaller than the latest clock already seen in its
-substream is *late*. It keeps its input position but is dropped from the
-substream (it never takes part in a complex event) and counted in ``late``;
-``last_late`` says whether the latest processed event was one. The CLI reports
-these; dropping rather than failing keeps an endless stream alive, as CORE's
-own evaluator does.
+Time must not go backwards within a substream under a time or attribute window: an
+event whose clock is below the latest clock seen in its substream is *late*. It keeps its
+input position but is dropped from the substream and counted in ``late``; ``last_late``
+says whether the latest event was one. Dropping rather than failing keeps an endless
+stream alive, as CORE's own evaluator does.
 
-Consumption: once a complex event is output at position j, ``CONSUME BY
-PARTITION`` restarts the partition's evaluator (every later complex event there
-starts after j) and ``CONSUME BY ANY`` restarts every partition's. Restarting is
-O(1): the active states are dropped, not scanned, and ANY bumps an epoch that
-each substream compares with its own on its next event.
+Consumption: once a complex event is output at position j, ``CONSUME BY PARTITION``
+restarts the partition's evaluator and ``CONSUME BY ANY`` every partition's, in O(1):
+ANY bumps an epoch each substream compares with its own on its next event.
 
 Idle keys are forgotten: once a PARTITION BY key's substream holds no partial match (every
 run has expired from its window, been consumed, or died), the substream is
@@ -35,12 +28,9 @@ for a CONSUME BY ANY restart to drop), except for lateness, which remembers the
 key's latest clock: under a time or attribute window an evicted key keeps that
 one number (``evicted``), and nothing under an EVENTS window or none.
 
-Columnar batches (``process_columns``, see ``batch``) give the same output as
-their rows one by one. The complex events then hold rows rebuilt from the
-columns, or the caller's original events when it passes them (``events=``):
-those are evaluated from the columns too, except where a column cannot stand
-for them exactly (object columns, integers beyond 2**53), where the letters,
-clocks or the whole batch are computed from the original events instead.
+Columnar batches (``process_columns``) give the same output as their rows one by one;
+complex events hold rows rebuilt from the columns, or the caller's events (``events=``),
+which are read instead where a column cannot stand for them exactly.
 """
 
 from __future__ import annotations
@@ -51,6 +41,8 @@ from typing import TYPE_CHECKING, Any
 
 from cerfleet.cea.vector_predicates import RowView
 from cerfleet.complex_event import ComplexEvent, KeyValue
+from cerfleet.evaluation.correlated import Correlator, correlated_complex_events
+from cerfleet.evaluation.declared_lateness import DeclaredLateness
 from cerfleet.evaluation.enumeration import complex_events
 from cerfleet.evaluation.lag import Lags, lag_groups
 from cerfleet.evaluation.partitioning import checked_positions, column_length, partition_groups
@@ -86,22 +78,21 @@ class QueryEvaluator:
         self.last_late = False
         self.late_rows: list[int] = []  # late rows of the last columnar batch, unordered
         self.unpartitioned = 0  # events lacking a PARTITION BY attribute
-        # The host's bound on the complex events one event may end (None: unbounded).
-        # Like LIMIT it stops the enumeration, so an event costs O(bound) whatever the
-        # query; unlike LIMIT, cutting is recorded: ``truncated`` counts the events cut,
-        # ``truncated_ends`` holds their positions until the caller clears it. A setting,
-        # not state: snapshots neither hold nor restore it.
+        # The host's bound on the complex events one event may end (None: unbounded): like
+        # LIMIT it stops enumeration; unlike LIMIT, cuts are recorded (``truncated``, and
+        # ``truncated_ends`` until the caller clears it). A setting: no snapshot holds it.
         self.max_outputs: int | None = None
         self.truncated = 0
         self.truncated_ends: list[int] = []
         self.lags = Lags(query.lags) if query.lags else None  # what PREV reads
+        self.correlator = None if query.correlation is None else Correlator(query.correlation)
+        self.declared: DeclaredLateness | None = None  # keys from equalities (plan)
+        if query.implicit_keys and query.clock is not None:
+            self.declared = DeclaredLateness(query.partition_attrs, query.lateness_key)
 
     def process(self, event: Mapping[str, Any], position: int | None = None) -> list[ComplexEvent]:
-        """Process one event; return the complex events ending at it.
-
-        The event is labelled ``position`` (at least ``self.position``, else
-        ``ValueError``), by default ``self.position``; ``self.position`` becomes the
-        label plus one."""
+        """Process one event labelled ``position`` (default and minimum: ``self.position``,
+        which becomes the label plus one); return the complex events ending at it."""
         if position is None:
             j = self.position
         else:
@@ -111,6 +102,9 @@ class QueryEvaluator:
         self.position = j + 1
         self.last_late = False
         query = self.query
+        if self.declared is not None and self.declared.late(event, query.clock(event)):  # type: ignore[misc]
+            self.late, self.last_late = self.late + 1, True
+            return []
         key = query.partition_key(event)
         if key is None:
             self.unpartitioned += 1
@@ -142,9 +136,8 @@ class QueryEvaluator:
     def process_batch(
         self, events: Iterable[Mapping[str, Any]], positions: Sequence[int] | None = None
     ) -> list[ComplexEvent]:
-        """``process`` each event in order, labelled by ``positions`` when given (as
-        many as events, strictly increasing, the first at least ``self.position``;
-        checked before any event is processed)."""
+        """``process`` each event, labelled by ``positions`` if given (strictly increasing
+        from at least ``self.position``, checked first)."""
         out: list[ComplexEvent] = []
         if positions is None:
             for event in events:
@@ -182,7 +175,7 @@ class QueryEvaluator:
         # cannot hold exactly: row by row.
         if query.partitioned and query.consume is Consume.ANY:
             return self._rows(row, n, events, labels)
-        groups = partition_groups(query.partition_attrs, columns, n)
+        groups = partition_groups(query.key_attrs, columns, n)
         if groups is None:
             return self._rows(row, n, events, labels)
         clocks = None
@@ -191,6 +184,11 @@ class QueryEvaluator:
             if clocks is None:
                 return self._rows(row, n, events, labels)
         exact_keys = events is not None and query.partitioned
+        outside = 0  # late rows in no substream
+        if self.declared is not None and clocks is not None:
+            groups, late, outside = self.declared.split(groups, columns, clocks, n, row)
+            self.late += len(late)
+            self.late_rows += late
         if self.lags is None:
             letters = self._letters(columns, n, events is not None, row)
         else:
@@ -215,7 +213,7 @@ class QueryEvaluator:
             at = base + idx if labels is None else labels[idx]
             out += self._run_columns(sub, key, at, letters[idx], key_clocks, row, idx, exact_keys)
             self._evict_if_idle(key, sub)
-        self.unpartitioned += n - in_partitions
+        self.unpartitioned += n - in_partitions - outside
         if len(groups) > 1:
             out.sort(key=lambda ce: ce.end)  # stable: one end per key, enumeration order kept
         return out
@@ -376,7 +374,7 @@ class QueryEvaluator:
         finals = sub.advance(j, event, letter, clock)
         if not finals:
             return []
-        out = self._output(finals, sub.tau, j, key if query.partitioned else None)
+        out = self._output(finals, sub.tau, j, query.visible_key(key))
         if out and query.consume is not Consume.NONE:
             sub.reset()
             if query.consume is Consume.ANY:
@@ -387,7 +385,11 @@ class QueryEvaluator:
     def _output(
         self, finals: list[Node], tau: float, j: int, key: Key | None
     ) -> list[ComplexEvent]:
-        out, cut = complex_events(finals, tau, j, key, self.query.limit, self.max_outputs)
+        args = (finals, tau, j, key, self.query.limit, self.max_outputs)
+        if self.correlator is None:
+            out, cut = complex_events(*args)
+        else:
+            out, cut = correlated_complex_events(self.correlator, self.query.strategy, *args)
         if cut:  # one more complex event exists: the bound cut this event's output
             self.truncated += 1
             self.truncated_ends.append(j)

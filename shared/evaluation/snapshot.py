@@ -21,9 +21,10 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from cerfleet.errors import SnapshotError
+from cerfleet.evaluation.declared_lateness import DeclaredLateness
 from cerfleet.evaluation.lag import Lags
 from cerfleet.evaluation.substream import SubstreamEvaluator
-from cerfleet.evaluation.tecs import DEAD, Node
+from cerfleet.evaluation.tecs import DEAD, Node, TaggedNode
 
 
 class _Query(Protocol):
@@ -45,6 +46,7 @@ class EvaluatorState(Protocol):
     epochs: dict[tuple[Any, ...], int]
     lags: Lags | None
     evicted: dict[tuple[Any, ...], float]
+    declared: DeclaredLateness | None
 
     @property
     def query(self) -> _Query: ...
@@ -84,17 +86,18 @@ class _Writer:
                         stack.append((child, False))
                 continue
             self.ids[id(n)] = len(self.rows)
-            self.rows.append(
-                [
-                    n.kind,
-                    n.pos,
-                    n.max,
-                    n.tmax,
-                    self._ref(n.left),
-                    self._ref(n.right),
-                    self._event(n.event),
-                ]
-            )
+            row: list[Any] = [
+                n.kind,
+                n.pos,
+                n.max,
+                n.tmax,
+                self._ref(n.left),
+                self._ref(n.right),
+                self._event(n.event),
+            ]
+            if isinstance(n, TaggedNode):  # a correlated query's node: its mark and tags
+                row += [n.marked, sorted(n.tags)]
+            self.rows.append(row)
         return self.ids[id(root)]
 
     def _ref(self, child: Node | None) -> int:
@@ -145,6 +148,7 @@ def dump_counted(ev: EvaluatorState) -> tuple[bytes, int]:
         "substreams": subs,
         "lags": [] if ev.lags is None else ev.lags.export(),
         "evicted": [[list(key), clock] for key, clock in ev.evicted.items()],
+        "declared": [] if ev.declared is None else ev.declared.export(),
     }
     data = zlib.compress(json.dumps(doc, separators=(",", ":")).encode(), 1)
     return data, len(writer.rows)
@@ -163,18 +167,22 @@ def load_into(ev: EvaluatorState, data: bytes) -> None:
         raise SnapshotError("snapshot was taken for a different query")
     events: list[Mapping[str, Any]] = doc["events"]
     nodes: list[Node] = []
-    for kind, pos, max_start, tmax, left, right, event in doc["nodes"]:
-        nodes.append(
-            Node(
-                kind,
-                pos,
-                max_start,
-                tmax,
-                _child(nodes, left),
-                _child(nodes, right),
-                None if event == _NONE else events[event],
-            )
+    for kind, pos, max_start, tmax, left, right, event, *tagged in doc["nodes"]:
+        node = Node(
+            kind,
+            pos,
+            max_start,
+            tmax,
+            _child(nodes, left),
+            _child(nodes, right),
+            None if event == _NONE else events[event],
         )
+        if tagged:
+            marked, tags = tagged
+            assert node.left is not None and node.event is not None
+            node = TaggedNode(pos, node.left, node.event, marked, frozenset(tags))
+            node.max, node.tmax = max_start, tmax
+        nodes.append(node)
     ev.position = doc["position"]
     ev.epoch = doc["epoch"]
     ev.late = doc["late"]
@@ -193,6 +201,8 @@ def load_into(ev: EvaluatorState, data: bytes) -> None:
         ev.epochs[key] = s["epoch"]
     # Absent from snapshots taken before idle keys were evicted.
     ev.evicted = {tuple(key): clock for key, clock in doc.get("evicted", [])}
+    if ev.declared is not None:
+        ev.declared.load(doc.get("declared", []))
 
 
 def _child(nodes: list[Node], ref: int) -> Node | None:

@@ -158,3 +158,19 @@ def safe(n: Node) -> bool:
         return True
     assert n.right is not None
     return _odepth(n) == 1 and _odepth(n.right) <= 2
+
+
+class TaggedNode(Node):
+    """An output node of a correlated query (``evaluation.tagged``): ``tags`` say which
+    correlated variables and formula instances its event belongs to; ``marked`` is
+    False for an event kept only for the correlation check (no position of the
+    complex event)."""
+
+    __slots__ = ("marked", "tags")
+
+    def __init__(
+        self, j: int, n: Node, event: Mapping[str, Any], marked: bool, tags: frozenset[str]
+    ) -> None:
+        super().__init__(OUTPUT, j, n.max, n.tmax, n, None, event)
+        self.marked = marked
+        self.tags = tags

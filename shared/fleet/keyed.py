@@ -22,6 +22,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -61,9 +62,15 @@ class GroupId:
 def key_of(event: Mapping[str, Any], attrs: Sequence[str]) -> bytes | None:
     """The keyed record's key for ``event``; None when an attribute is missing or not a
     scalar (the same rule as the engine's PARTITION BY: such events belong to no key)."""
-    values = []
-    for attr in attrs:
-        value = event.get(attr)
+    return key_of_values([event.get(attr) for attr in attrs])
+
+
+def key_of_values(values: Sequence[Any]) -> bytes | None:
+    """``key_of`` given the PARTITION BY attributes' values (None: missing)."""
+    if len(values) == 1 and type(values[0]) is str:
+        return one_string_key(values[0])
+    key = []
+    for value in values:
         if value is None or not isinstance(value, _SCALARS):
             return None
         if isinstance(value, float):
@@ -73,8 +80,15 @@ def key_of(event: Mapping[str, Any], attrs: Sequence[str]) -> bytes | None:
                 value = int(value)  # 1.0 == 1 in the engine's keys: one record key too
         elif isinstance(value, bool):
             value = int(value)  # True == 1 likewise
-        values.append(value)
-    return orjson.dumps(values)
+        key.append(value)
+    return orjson.dumps(key)
+
+
+@lru_cache(maxsize=65536)
+def one_string_key(value: str) -> bytes:
+    """The key of a single string value: the common key (a ticker, a user id), which
+    repeats from record to record."""
+    return orjson.dumps([value])
 
 
 def encode_src(topic: str, partition: int, offset: int) -> bytes:

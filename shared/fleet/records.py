@@ -12,12 +12,14 @@ later stage (output records, snapshots) would have to walk or re-serialise it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import orjson
 
-__all__ = ["DEFAULT_LIMITS", "RecordLimits", "Rejected", "decode_event"]
+__all__ = ["DEFAULT_LIMITS", "RecordLimits", "Rejected", "decode_event", "near_limits"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,3 +74,28 @@ def _depth_over(event: dict[str, Any], limit: int) -> bool:
         children = node.values() if isinstance(node, dict) else node
         stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
     return False
+
+
+def near_limits(values: Sequence[bytes | None], limits: RecordLimits = DEFAULT_LIMITS) -> list[int]:
+    """The indexes of ``values`` that ``decode_event`` must judge before a decoder that
+    reads only some fields may: tombstones, values over ``max_bytes`` and values with
+    more brackets than ``max_depth`` (which might be nested too deep). One vectorised
+    pass over the whole batch, not a call per value."""
+    if not values:
+        return []
+    if None in values:
+        nulls = [i for i, v in enumerate(values) if v is None]
+        rest = near_limits([b"" if v is None else v for v in values], limits)
+        return sorted({*nulls, *rest})
+    raws: Sequence[bytes] = values  # type: ignore[assignment]
+    lengths = np.fromiter(map(len, raws), np.int64, len(raws))
+    text = np.frombuffer(b"".join(raws), np.uint8)
+    brackets = ((text == ord("[")) | (text == ord("{"))).astype(np.int32)
+    depth = np.zeros(len(raws), np.int64)
+    if len(text):
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        # reduceat sums each value's own bytes; for an empty value it reads a neighbour's.
+        depth = np.add.reduceat(brackets, np.minimum(starts, len(text) - 1))
+        depth[lengths == 0] = 0
+    suspects = (lengths > limits.max_bytes) | (depth > limits.max_depth)
+    return np.flatnonzero(suspects).tolist()

@@ -69,6 +69,7 @@ from cerfleet.pattern.predicates import (
     BoolLit,
     Compare,
     Const,
+    Correlation,
     Expr,
     FilterAnd,
     FilterAtom,
@@ -91,6 +92,7 @@ from cerfleet.pattern.predicates import (
     Scalar,
     Span,
     TriplePattern,
+    VarAttr,
 )
 
 __all__ = [
@@ -107,6 +109,7 @@ __all__ = [
     "Consume",
     "Contiguous",
     "ContiguousPlus",
+    "Correlation",
     "EventDecl",
     "EventType",
     "Expr",
@@ -140,6 +143,7 @@ __all__ = [
     "Strategy",
     "StreamDecl",
     "TriplePattern",
+    "VarAttr",
     "Window",
     "WindowKind",
 ]

@@ -70,7 +70,19 @@ class Prev:
     span: Span | None = _span()
 
 
-Expr = Attr | Const | Arith | Neg | Prev
+@dataclass(frozen=True)
+class VarAttr:
+    """``x[attr]`` in a correlation: ``attr`` of an event bound to variable ``x``;
+    ``back=1`` (CEQL's ``PREV(x)[attr]``): of the event bound to ``x`` just before it
+    in the same instance of the filtered formula (SASE's ``x[i-1].attr``)."""
+
+    var: str
+    attr: str
+    back: int = 0
+    span: Span | None = _span()
+
+
+Expr = Attr | Const | Arith | Neg | Prev | VarAttr
 
 
 @dataclass(frozen=True)
@@ -214,4 +226,18 @@ class FilterOr:
     span: Span | None = _span()
 
 
-FilterExpr = FilterAtom | FilterAnd | FilterOr
+@dataclass(frozen=True)
+class Correlation:
+    """A filter atom comparing events bound to different variables: ``pred`` reads
+    attributes through ``VarAttr`` only (never ``Attr``). It holds when ``pred`` holds
+    for every combination of the events bound to the variables it names, each variable
+    defined inside the filtered formula taken within one instance of it (one iteration
+    of every ``+`` around the filter), each variable defined outside it within the
+    instance of the lowest enclosing formula that defines it (Foundations' valuations,
+    with CORE's sets of positions per variable)."""
+
+    pred: Pred
+    span: Span | None = _span()
+
+
+FilterExpr = FilterAtom | FilterAnd | FilterOr | Correlation

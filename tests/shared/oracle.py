@@ -53,6 +53,7 @@ Selection strategies and consumption policies (also beyond the paper):
 
 from __future__ import annotations
 
+import itertools
 import operator
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -63,6 +64,9 @@ from cerfleet import pattern
 
 Event = Mapping[str, Any]
 Key = tuple[Any, ...]
+# A correlation waiting for its outer variables: the correlation and the positions
+# bound so far to each of its variables (those of the filtered formula first).
+Pending = tuple[pattern.Correlation, tuple[tuple[str, frozenset[int]], ...]]
 OracleResult = tuple[int, int, tuple[int, ...], Key | None]
 
 __all__ = [
@@ -89,10 +93,17 @@ class Valuation:
     start: int
     end: int
     mu: tuple[tuple[str, frozenset[int]], ...]
+    # Correlations still waiting for a variable bound above their filter (see _filter).
+    pending: frozenset[Pending] = frozenset()
 
     @staticmethod
-    def make(start: int, end: int, mu: Mapping[str, frozenset[int]]) -> Valuation:
-        return Valuation(start, end, tuple(sorted((x, ps) for x, ps in mu.items() if ps)))
+    def make(
+        start: int,
+        end: int,
+        mu: Mapping[str, frozenset[int]],
+        pending: frozenset[Pending] = frozenset(),
+    ) -> Valuation:
+        return Valuation(start, end, tuple(sorted((x, ps) for x, ps in mu.items() if ps)), pending)
 
     def get(self, var: str) -> frozenset[int]:
         """``V(var)``: the empty set for unbound variables."""
@@ -206,6 +217,13 @@ def evaluate_formula(
     formula: pattern.Formula, events: Sequence[Event], type_field: str = "type"
 ) -> set[Valuation]:
     """``⦇formula⦈(S)``: every valuation of the formula over ``events``."""
+    valuations = _evaluate(formula, events, type_field)
+    if not any(v.pending for v in valuations):
+        return valuations
+    return _resolve(formula, valuations, events)
+
+
+def _evaluate(formula: pattern.Formula, events: Sequence[Event], type_field: str) -> set[Valuation]:
     if isinstance(formula, pattern.EventType):
         return {
             Valuation.make(i, i, {formula.name: frozenset({i})})
@@ -214,12 +232,12 @@ def evaluate_formula(
         }
     if isinstance(formula, pattern.As):
         return {
-            Valuation.make(v.start, v.end, {**dict(v.mu), formula.var: v.data()})
+            Valuation.make(v.start, v.end, {**dict(v.mu), formula.var: v.data()}, v.pending)
             for v in evaluate_formula(formula.formula, events, type_field)
         }
     if isinstance(formula, pattern.Filter):
         inner = evaluate_formula(formula.formula, events, type_field)
-        return _apply_filter(inner, formula.filter, events)
+        return _apply_filter(inner, formula.filter, events, formula.formula)
     if isinstance(formula, pattern.Or):
         return evaluate_formula(formula.left, events, type_field) | evaluate_formula(
             formula.right, events, type_field
@@ -252,18 +270,141 @@ def evaluate_formula(
 
 
 def _apply_filter(
-    valuations: set[Valuation], filt: pattern.FilterExpr, events: Sequence[Event]
+    valuations: set[Valuation],
+    filt: pattern.FilterExpr,
+    events: Sequence[Event],
+    filtered: pattern.Formula,
 ) -> set[Valuation]:
     # θ1 AND θ2 ≡ nested filters; θ1 OR θ2 ≡ union of the two filtered sets.
     if isinstance(filt, pattern.FilterAtom):
         return {v for v in valuations if all(holds(filt.pred, events[i]) for i in v.get(filt.var))}
+    if isinstance(filt, pattern.Correlation):
+        return _correlate(valuations, filt, events, filtered)
     if isinstance(filt, pattern.FilterAnd):
-        return _apply_filter(_apply_filter(valuations, filt.left, events), filt.right, events)
+        once = _apply_filter(valuations, filt.left, events, filtered)
+        return _apply_filter(once, filt.right, events, filtered)
     if isinstance(filt, pattern.FilterOr):
-        return _apply_filter(valuations, filt.left, events) | _apply_filter(
-            valuations, filt.right, events
+        return _apply_filter(valuations, filt.left, events, filtered) | _apply_filter(
+            valuations, filt.right, events, filtered
         )
     raise TypeError(f"not a filter: {filt!r}")
+
+
+# ------------------------------------------------------------------ correlations
+#
+# ``φ FILTER θ`` with θ comparing variables: θ must hold for every combination of the
+# events bound to the variables it names. A variable defined in φ takes its positions
+# in φ's valuation (one iteration of each + around the filter, since + concatenates
+# valuations of its body); a variable defined outside φ waits ("pending") until the
+# lowest enclosing formula defining it, whose valuation gives its positions.
+# ``PREV(x)`` pairs each position of x with the one before it in x's positions.
+
+
+def _defines(formula: pattern.Formula, var: str) -> bool:
+    if isinstance(formula, pattern.EventType):
+        return formula.name == var
+    if isinstance(formula, pattern.As) and formula.var == var:
+        return True
+    if isinstance(formula, pattern.NotEvent):
+        return False
+    return any(
+        _defines(getattr(formula, name), var)
+        for name in ("formula", "left", "right")
+        if hasattr(formula, name)
+    )
+
+
+def _refs(node: object) -> list[pattern.VarAttr]:
+    if isinstance(node, pattern.VarAttr):
+        return [node]
+    out: list[pattern.VarAttr] = []
+    for name in ("left", "right", "operand"):
+        if hasattr(node, name):
+            out += _refs(getattr(node, name))
+    return out
+
+
+def _correlate(
+    valuations: set[Valuation],
+    corr: pattern.Correlation,
+    events: Sequence[Event],
+    filtered: pattern.Formula,
+) -> set[Valuation]:
+    names = {r.var for r in _refs(corr.pred)}
+    out: set[Valuation] = set()
+    for v in valuations:
+        bound = tuple(sorted((x, v.get(x)) for x in names if _defines(filtered, x)))
+        if len(bound) == len(names):
+            if _all_hold(corr, dict(bound), events):
+                out.add(v)
+        else:
+            out.add(Valuation(v.start, v.end, v.mu, v.pending | {(corr, bound)}))
+    return out
+
+
+def _resolve(
+    formula: pattern.Formula, valuations: set[Valuation], events: Sequence[Event]
+) -> set[Valuation]:
+    """Give waiting correlations the positions of the variables ``formula`` defines."""
+    out: set[Valuation] = set()
+    for v in valuations:
+        keep = True
+        pending: set[Pending] = set()
+        for corr, bound in v.pending:
+            have = dict(bound)
+            for x in {r.var for r in _refs(corr.pred)} - set(have):
+                if _defines(formula, x):
+                    have[x] = v.get(x)
+            if len(have) < len({r.var for r in _refs(corr.pred)}):
+                pending.add((corr, tuple(sorted(have.items()))))
+            elif not _all_hold(corr, have, events):
+                keep = False
+                break
+        if keep:
+            out.add(Valuation(v.start, v.end, v.mu, frozenset(pending)))
+    return out
+
+
+def _all_hold(
+    corr: pattern.Correlation, bound: Mapping[str, frozenset[int]], events: Sequence[Event]
+) -> bool:
+    refs = _refs(corr.pred)
+    prev_vars = {r.var for r in refs if r.back}
+    choices: list[list[tuple[str, tuple[int, ...]]]] = []
+    for x in sorted({r.var for r in refs}):
+        positions = sorted(bound[x])
+        if x in prev_vars:  # (this one, the one before) pairs
+            choices.append([(x, (b, a)) for a, b in itertools.pairwise(positions)])
+        else:
+            choices.append([(x, (p,)) for p in positions])
+    for combo in itertools.product(*choices):
+        env = {(x, back): events[ps[back]] for x, ps in combo for back in range(len(ps))}
+        if not _cross_holds(corr.pred, env):
+            return False
+    return True
+
+
+def _cross_value(expr: pattern.Expr, env: Mapping[tuple[str, int], Event]) -> Any:
+    if isinstance(expr, pattern.VarAttr):
+        value = env[expr.var, expr.back].get(expr.attr)
+        return _UNDEFINED if value is None else value
+    if isinstance(expr, pattern.Arith | pattern.Neg):
+        # Evaluate the operands here, then the operator with the unary interpreter.
+        if isinstance(expr, pattern.Neg):
+            return eval_expr(pattern.Neg(_const(_cross_value(expr.operand, env))), {})
+        left, right = _cross_value(expr.left, env), _cross_value(expr.right, env)
+        return eval_expr(pattern.Arith(expr.op, _const(left), _const(right)), {})
+    return eval_expr(expr, {})
+
+
+def _const(value: Any) -> pattern.Expr:
+    # An undefined operand stays undefined: a missing attribute of an empty event.
+    return pattern.Attr("\0missing") if value is _UNDEFINED else pattern.Const(value)
+
+
+def _cross_holds(pred: pattern.Pred, env: Mapping[tuple[str, int], Event]) -> bool:
+    assert isinstance(pred, pattern.Compare), pred
+    return compare(pred.op, _cross_value(pred.left, env), _cross_value(pred.right, env))
 
 
 def _is(event: Event, etype: str, pred: pattern.Pred | None, type_field: str) -> bool:
@@ -292,7 +433,7 @@ def _concat(v1: Valuation, v2: Valuation) -> Valuation:
     mu = dict(v1.mu)
     for var, positions in v2.mu:
         mu[var] = mu.get(var, frozenset()) | positions
-    return Valuation.make(v1.start, v2.end, mu)
+    return Valuation.make(v1.start, v2.end, mu, v1.pending | v2.pending)
 
 
 def _sequence(
@@ -480,11 +621,37 @@ def _evaluate_substream(
     local_events = [events[i] for i in indexes]
     valuations = evaluate_formula(query.where, local_events, type_field)
     complex_events = {(v.start, v.end, _project(v, query.select)) for v in valuations}
+    if _correlated(query.where):
+        # With correlations the window comes before the strategy: NEXT, LAST and MAX
+        # choose among the correlated complex events inside the window.
+        complex_events = {
+            ce for ce in complex_events if _in_window(query, ce[0], ce[1], local_events, clock)
+        }
     return {
         (indexes[start], indexes[end], tuple(sorted(indexes[p] for p in positions)))
         for start, end, positions in _select_strategy(query.strategy, complex_events)
         if _in_window(query, start, end, local_events, clock)
     }
+
+
+def _correlated(formula: pattern.Formula) -> bool:
+    if isinstance(formula, pattern.Filter) and _has_correlation(formula.filter):
+        return True
+    return any(
+        _correlated(getattr(formula, name))
+        for name in ("formula", "left", "right")
+        if hasattr(formula, name)
+    )
+
+
+def _has_correlation(filt: pattern.FilterExpr) -> bool:
+    if isinstance(filt, pattern.Correlation):
+        # One variable without PREV is a filter on one event: no correlation.
+        refs = _refs(filt.pred)
+        return len({r.var for r in refs}) > 1 or any(r.back for r in refs)
+    if isinstance(filt, pattern.FilterAnd | pattern.FilterOr):
+        return _has_correlation(filt.left) or _has_correlation(filt.right)
+    return False
 
 
 def oracle_by_end(

@@ -35,6 +35,15 @@ PER_KEY_EVENTS = """SELECT * FROM S WHERE BUY as a ; BUY as b ; SELL as c
 FILTER a[price > 30] AND b[volume > 500] AND c[volume > 500]
 PARTITION BY [name] WITHIN 10 EVENTS"""
 
+# Correlations: one checked at enumeration, one tying both events to one name (an
+# implicit key, which must not change the fleet's routing or the output's key).
+RISING = """SELECT * FROM S WHERE SELL AS a ; SELL AS b
+FILTER a[name = 'INTC'] AND b[name = 'INTC'] AND b[price] > a[price] * 1.01
+WITHIN 2000 [stock_time]"""
+SAME_NAME = """SELECT * FROM S WHERE BUY AS a ; SELL AS b
+FILTER a[name] = b[name] AND a[volume > 500] AND b[volume] > a[volume]
+WITHIN 1000 [stock_time]"""
+
 Signature = tuple[Any, tuple[int, ...]]
 
 
@@ -106,7 +115,12 @@ def _produce_in_chunks(
 
 
 def test_fleet_gives_the_embedded_answer(fleet: Fleet, events: list[dict[str, Any]]) -> None:
-    queries = {**QUERIES, "per-key-events": PER_KEY_EVENTS}
+    queries = {
+        **QUERIES,
+        "per-key-events": PER_KEY_EVENTS,
+        "rising": RISING,
+        "same-name": SAME_NAME,
+    }
     source, readers = _setup_with_time(fleet, queries)
     fleet.coordinator()
     fleet.worker()
@@ -114,6 +128,7 @@ def test_fleet_gives_the_embedded_answer(fleet: Fleet, events: list[dict[str, An
     fleet.produce(source, _lines(events))
     counts = _check(readers, queries, events, timeout=180)
     assert counts["partitioned"] > 1000 and counts["global"] > 100
+    assert counts["rising"] > 10 and counts["same-name"] > 1000
 
 
 def _setup_with_time(fleet: Fleet, queries: dict[str, str]) -> tuple[str, dict[str, TopicReader]]:

@@ -9,8 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cerfleet.complex_event import ComplexEvent
+from cerfleet.events.raw_event import RawEvent
 from cerfleet.fleet.keyed import ORIGIN_HEADER
 from cerfleet.fleet.registry import NAME_PATTERN
+from cerfleet.workers.keyed_events import KeyedEvent
 from cerfleet.workers.outputs import (
     SOURCE_FIELD,
     origin,
@@ -162,3 +164,37 @@ def test_published_seqs_is_a_maximum(tags: list[tuple[int, str, int, int]]) -> N
         if partition == 1:
             want[(query, version)] = max(seq, want.get((query, version), -1))
     assert published_seqs(msgs, KEYED, 1) == want
+
+
+@settings(max_examples=100, deadline=None, database=None)
+@given(
+    events=st.lists(
+        st.tuples(
+            # Integers as the coordinator lets through (orjson's range).
+            st.dictionaries(
+                st.sampled_from(["type", "name", "v", "é"]),
+                st.integers(-(2**63), 2**64 - 1) | st.text(),
+            ),
+            st.none() | st.tuples(st.text(max_size=5), st.integers(0, 9), st.integers(0, 99)),
+            st.booleans(),  # kept its bytes (a keyed record) or restored from a checkpoint
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    truncated=st.booleans(),
+)
+def test_events_written_from_their_bytes_read_as_re_encoded_ones(
+    events: list[tuple[dict[str, object], tuple[str, int, int] | None, bool]], truncated: bool
+) -> None:
+    # The oracle: every event a plain mapping with its source injected.
+    plain = tuple({**e} if src is None else {**e, SOURCE_FIELD: list(src)} for e, src, _ in events)
+    mixed = tuple(
+        KeyedEvent(RawEvent(b" " + orjson.dumps(e) + b"\n", {}), src) if raw else p
+        for (e, src, raw), p in zip(events, plain, strict=True)
+    )
+    positions = tuple(range(len(events)))
+    ce = ComplexEvent(0, len(events) - 1, positions, ("k",), plain)
+    ce_raw = ComplexEvent(0, len(events) - 1, positions, ("k",), mixed)
+    want = orjson.loads(output_value("q", KEYED, 2, ce, truncated))
+    assert orjson.loads(output_value("q", KEYED, 2, ce_raw, truncated)) == want
+    assert [dict(e) for e in mixed] == [dict(e) for e in plain]  # what snapshots keep

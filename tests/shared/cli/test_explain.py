@@ -27,15 +27,16 @@ def test_everything_about_an_unbounded_query(
     )
     assert out[0] == "automaton: 4 states, 7 transitions, 2 atoms"
     assert out[1:4] == ["predicates: 2", "  [0] name LIKE 'x.*'", "  [1] price > 3"]
-    assert out[4:10] == [
+    assert out[4:11] == [
         "event types: A, B",
         "partition by: name, region",
+        "correlations: none (every filter is unary, in the automaton)",
         "window: (none)",
         "strategy: ALL",
         "consume by: NONE",
         "limit: (none)",
     ]
-    assert out[10].startswith(
+    assert out[11].startswith(
         "output per event: CAN GROW EXPONENTIALLY: an iteration '+' (line 2, column 12) "
         "without WITHIN or LIMIT under the ALL strategy"
     )
@@ -68,3 +69,20 @@ def test_a_broken_query_exits_2_with_its_position(
     assert main(["explain", str(path)]) == 2
     err = capsys.readouterr().err
     assert "line 1, column" in err and "backreference" in err
+
+
+def test_correlations_say_which_guarantee_applies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = explain(
+        tmp_path,
+        "SELECT * FROM S WHERE (A AS a ; B+ AS b ; C AS c)\n"
+        "FILTER a[k] = b[k] AND b[k] = c[k] AND b[p] > PREV(b)[p] AND a[q > 1]\n"
+        "WITHIN 5 SECONDS",
+        capsys,
+    )
+    assert "  [0] q > 1" in out
+    assert any(line.startswith("partition keys from equalities: k (") for line in out)
+    at = out.index(next(line for line in out if line.startswith("correlations checked")))
+    assert out[at].startswith("correlations checked at enumeration: 1 ")
+    assert out[at + 1] == "  b[p] > PREV(b)[p]"

@@ -1,0 +1,193 @@
+"""CPU cost per event of the fleet's own work, without Kafka: the inputs of the scale model.
+
+Run ``python -m benchmarks.fleet_cpu [--events N] [--runs K] [--label L] [--out DIR]``.
+
+The fleet benchmark (``benchmarks.fleet``) measures wall-clock rates on a shared
+machine, where a busy neighbour halves them. This one measures CPU seconds
+(``time.process_time``) of the work the fleet's processes do per record, in this
+process, on the fleet benchmark's events and queries:
+
+* **worker**: ``PartitionState.process`` over keyed batches of 10,000 records (judging,
+  decoding, evaluating, enumerating), then the output record, key and origin tag of
+  every complex event (what is handed to the producer);
+* **coordinator**: what routing needs of each record: its verdict and its group's
+  record key (``KeyExtractor`` where it exists, else ``decode_event`` and ``key_of``
+  per record, as the coordinator did before batches).
+
+The Kafka client's own cost (fetching, producing, compression, delivery reports) is
+not in it: the fleet benchmark has it. Medians of ``--runs``; the complex events are
+counted and compared with the embedded engine's. ``--label`` names the row (run it on
+two checkouts to compare them); results are appended to ``DIR/fleet-cpu.json`` and the
+table rewritten in ``DIR/fleet-cpu.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from benchmarks.datasets import stock, to_dicts
+from benchmarks.fleet import QUERIES, TIME_FIELD, embedded_count
+from cerfleet.fleet.groups import groups_of
+from cerfleet.fleet.records import DEFAULT_LIMITS, Rejected, decode_event
+from cerfleet.fleet.registry import QuerySpec, RegistryHistory
+from cerfleet.workers.catalog import Catalog
+from cerfleet.workers.outputs import origin, output_key, output_value
+from cerfleet.workers.partition import PartitionState, Record
+
+ROOT = Path(__file__).resolve().parent.parent
+BATCH = 10_000
+PREFIX = "k."
+
+
+def catalog_of(query: str) -> tuple[Catalog, Any]:
+    history = RegistryHistory()
+    spec = QuerySpec(
+        name="bench",
+        ceql=query,
+        input_topics=("stock",),
+        output_topic="matches",
+        time_field=TIME_FIELD,
+    )
+    history.apply(0, key=b"bench", value=spec.model_dump_json().encode())
+    (group,) = groups_of(history.current, PREFIX).values()
+    return Catalog(history, PREFIX), group
+
+
+def worker_seconds(catalog: Catalog, group: Any, lines: list[bytes]) -> tuple[float, int]:
+    """CPU seconds to process ``lines`` as one keyed partition, and the outputs made."""
+    batches = [
+        [Record(s + i, line, ("stock", 0, s + i), 1) for i, line in enumerate(lines[s : s + BATCH])]
+        for s in range(0, len(lines), BATCH)
+    ]
+    state = PartitionState(group.keyed_topic, 0, catalog)
+    outputs = 0
+    started = time.process_time()
+    for batch in batches:
+        outs, dead = state.process(batch)
+        assert not dead
+        for out in outs:
+            output_value("bench", group.keyed_topic, 0, out.ce, out.truncated)
+            output_key(out.ce)
+            origin(group.keyed_topic, 0, "bench", out.run.entry.version, out.seq)
+        outputs += len(outs)
+    return time.process_time() - started, outputs
+
+
+def coordinator_seconds(group: Any, lines: list[bytes]) -> float:
+    """CPU seconds to judge and key ``lines`` for ``group``."""
+    route: Callable[[list[bytes]], object]
+    try:
+        from cerfleet.coordinator.partition_keys import KeyExtractor
+    except ImportError:  # a checkout from before batches: record by record
+        from cerfleet.fleet.keyed import key_of
+
+        attrs = group.id.partition_attrs
+        type_fields = group.type_fields
+
+        def route(batch: list[bytes]) -> object:
+            keys = []
+            for value in batch:
+                event = decode_event(value, DEFAULT_LIMITS)
+                if isinstance(event, Rejected) or any(
+                    not isinstance(event.get(f), str) for f in type_fields
+                ):
+                    keys.append(None)
+                    continue
+                keys.append(key_of(event, attrs) if attrs else b"[]")
+            return keys
+    else:
+        route = KeyExtractor([group], DEFAULT_LIMITS).extract  # type: ignore[assignment]
+    chunks = [lines[s : s + BATCH] for s in range(0, len(lines), BATCH)]
+    started = time.process_time()
+    for chunk in chunks:
+        route(chunk)
+    return time.process_time() - started
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.fleet_cpu", description=__doc__)
+    parser.add_argument("--events", type=int, default=200_000)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--label", default="this checkout")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    args = parser.parse_args(argv)
+    events = to_dicts(stock(args.events))
+    lines = [orjson.dumps(e) for e in events]
+    rows = []
+    for name, query in QUERIES.items():
+        catalog, group = catalog_of(query)
+        expected = embedded_count(query, events)
+        work = [worker_seconds(catalog, group, lines) for _ in range(args.runs)]
+        route = [coordinator_seconds(group, lines) for _ in range(args.runs)]
+        w = statistics.median(s for s, _ in work)
+        c = statistics.median(route)
+        outputs = {o for _, o in work}
+        row = {
+            "label": args.label,
+            "query": name,
+            "events": args.events,
+            "runs": args.runs,
+            "worker_cpu_us_per_event": w / args.events * 1e6,
+            "worker_ev_per_cpu_s": args.events / w,
+            "coordinator_cpu_us_per_event": c / args.events * 1e6,
+            "coordinator_ev_per_cpu_s": args.events / c,
+            "complex_events": sorted(outputs),
+            "embedded_complex_events": expected,
+            "equal": outputs == {expected},
+            "date": datetime.date.today().isoformat(),
+            "load_average": os.getloadavg()[0],
+        }
+        rows.append(row)
+        print(
+            f"{args.label} {name}: worker {row['worker_cpu_us_per_event']:.2f} µs/event "
+            f"({row['worker_ev_per_cpu_s']:,.0f} ev per CPU s), coordinator "
+            f"{row['coordinator_cpu_us_per_event']:.2f} µs/event "
+            f"({row['coordinator_ev_per_cpu_s']:,.0f} ev per CPU s), "
+            f"{sorted(outputs)} complex events (embedded {expected})",
+            file=sys.stderr,
+        )
+    store = args.out / "fleet-cpu.json"
+    previous = orjson.loads(store.read_bytes()) if store.exists() else []
+    kept = [r for r in previous if r["label"] != args.label]
+    all_rows = kept + rows
+    args.out.mkdir(parents=True, exist_ok=True)
+    store.write_bytes(orjson.dumps(all_rows, option=orjson.OPT_INDENT_2) + b"\n")
+    table = [
+        "# Fleet CPU cost per event (no Kafka)",
+        "",
+        f"`python -m benchmarks.fleet_cpu` on {platform.python_version()}, "
+        f"{os.cpu_count()} cores; CPU seconds (`time.process_time`), median of the runs. "
+        "Worker: judging, decoding, evaluating, enumerating and serialising outputs; "
+        "coordinator: verdict and record key of every record.",
+        "",
+        "| checkout | query | events | worker µs/event | worker ev per CPU s "
+        "| coordinator µs/event | coordinator ev per CPU s | complex events (embedded) |",
+        "|---|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in all_rows:
+        mark = "equal" if r["equal"] else "**differ**"
+        table.append(
+            f"| {r['label']} | {r['query']} | {r['events']:,} "
+            f"| {r['worker_cpu_us_per_event']:.2f} | {r['worker_ev_per_cpu_s']:,.0f} "
+            f"| {r['coordinator_cpu_us_per_event']:.2f} | {r['coordinator_ev_per_cpu_s']:,.0f} "
+            f"| {', '.join(f'{o:,}' for o in r['complex_events'])} "
+            f"({r['embedded_complex_events']:,}, {mark}) |"
+        )
+    (args.out / "fleet-cpu.md").write_text("\n".join(table) + "\n", encoding="utf-8")
+    print("\n".join(table))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,172 @@
+"""The routing facts of a whole batch of input values at once: which records are not
+events, and each group's record key for the others.
+
+The coordinator copies values unchanged, so it needs only a few attributes of each:
+the groups' type fields and PARTITION BY attributes. Those are decoded by one typed
+decoder call per record (msgspec, into a struct of just those fields); the rest of
+the value is skipped, never built into Python objects. The verdicts stay exactly
+``decode_event``'s (the workers' and the backfill's): a record the fast decoder
+refuses, or might read differently (bytes that are not UTF-8, which it does not check
+in the fields it skips; integers beyond 64 bits, which orjson refuses; values over the
+size or depth limits), is judged by ``decode_event`` itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from operator import attrgetter
+from typing import Any, cast
+
+import msgspec
+
+from cerfleet.fleet.groups import Group
+from cerfleet.fleet.keyed import key_of_values, one_string_key
+from cerfleet.fleet.records import RecordLimits, Rejected, decode_event, near_limits
+
+__all__ = ["Extracted", "KeyExtractor", "MissingType"]
+
+_DECODE_ERRORS = (msgspec.MsgspecError, ValueError, RecursionError)
+# orjson refuses integers beyond 64 bits and numbers beyond a double's range, anywhere in
+# a value; msgspec skips the fields it does not read without looking (``_long_numbers``).
+# Digits as 0 and E as e, signs deleted: two substring searches find both patterns.
+_NUMBERS = bytes.maketrans(b"123456789E", b"000000000e")
+
+
+@dataclass(frozen=True, slots=True)
+class MissingType:
+    """The record lacks a group's type field (or it is not a string)."""
+
+    field: str
+
+
+# Per group and record: the record key, None (a PARTITION BY value is missing: the group
+# skips the record) or the type field it lacks.
+Routing = bytes | None | MissingType
+
+
+@dataclass(slots=True)
+class Extracted:
+    rejected: dict[int, Rejected]  # records that are not events
+    keys: list[list[Routing]]  # per group (in the extractor's order), per record
+
+
+class KeyExtractor:
+    """Extracts what routing needs for ``groups`` (the groups of one input topic)."""
+
+    def __init__(self, groups: Sequence[Group], limits: RecordLimits) -> None:
+        self.groups = list(groups)
+        self.limits = limits
+        names = sorted({n for g in self.groups for n in (*g.type_fields, *g.id.partition_attrs)})
+        # Field names are identifiers; the attributes may be any string (renamed).
+        field_of = {n: f"f{i}" for i, n in enumerate(names)}
+        struct = msgspec.defstruct(
+            "Routed",
+            [(f, Any, None) for f in field_of.values()],
+            rename={f: n for n, f in field_of.items()},
+            gc=False,
+        )
+        self._decode = msgspec.json.Decoder(struct).decode
+        # Per group: its type fields and PARTITION BY attributes, as (name, struct field).
+        self._plans = [
+            (
+                [(f, field_of[f]) for f in sorted(g.type_fields)],
+                [(a, field_of[a]) for a in g.id.partition_attrs],
+            )
+            for g in self.groups
+        ]
+
+    def extract(self, values: Sequence[bytes | None]) -> Extracted:
+        rejected: dict[int, Rejected] = {}
+        # A record decoded as a struct, a dict when ``decode_event`` had to judge it, or
+        # None when it is not an event.
+        events: list[Any]
+        slow = self._suspects(values)
+        try:
+            events = list(map(self._decode, cast("list[bytes]", values))) if not slow else []
+        except (*_DECODE_ERRORS, TypeError):  # TypeError: a tombstone (None)
+            events = []
+        if not events and values:
+            decode = self._decode
+            for i, value in enumerate(values):
+                if i in slow or value is None:
+                    events.append(self._judged(i, value, rejected))
+                    continue
+                try:
+                    events.append(decode(value))
+                except _DECODE_ERRORS:
+                    events.append(self._judged(i, value, rejected))
+        keys = [self._keys(events, *plan) for plan in self._plans]
+        return Extracted(rejected, keys)
+
+    def _suspects(self, values: Sequence[bytes | None]) -> set[int]:
+        """Records ``decode_event`` must judge itself: tombstones, values over the size
+        or depth limits, bytes that are not UTF-8 and numbers orjson may refuse."""
+        out = set(near_limits(values, self.limits))
+        raws = [b"" if v is None else v for v in values] if out else values
+        # Joined by a byte no multi-byte character holds, so a bad sequence stays bad.
+        joined = b"\n".join(cast("Sequence[bytes]", raws))
+        try:
+            joined.decode("utf-8")
+        except UnicodeDecodeError:
+            out |= {i for i, v in enumerate(raws) if v is not None and not _utf8(v)}
+        if _long_numbers(joined):
+            out |= {i for i, v in enumerate(raws) if v is not None and _long_numbers(v)}
+        return out
+
+    @staticmethod
+    def _keys(
+        events: list[Any], type_fields: list[tuple[str, str]], attrs: list[tuple[str, str]]
+    ) -> list[Routing]:
+        """One group's routing of ``events``: all at once when every event is a struct
+        with string types and (for one PARTITION BY attribute) a string key."""
+        if None not in events and dict not in set(map(type, events)):
+            kinds = set().union(*(map(type, map(attrgetter(f), events)) for _, f in type_fields))
+            if kinds == {str}:
+                if not attrs:
+                    return [b"[]"] * len(events)
+                if len(attrs) == 1:
+                    values = list(map(attrgetter(attrs[0][1]), events))
+                    if set(map(type, values)) == {str}:
+                        return list(map(one_string_key, values))
+        routed: list[Routing] = []
+        for event in events:
+            if event is None:
+                routed.append(None)
+                continue
+            if type(event) is dict:  # judged by ``decode_event``: read by name
+                get, k = event.get, 0
+            else:
+                get, k = partial(getattr, event), 1
+            missing = next((f[0] for f in type_fields if type(get(f[k])) is not str), None)
+            if missing is not None:
+                routed.append(MissingType(missing))
+            elif attrs:
+                routed.append(key_of_values([get(a[k]) for a in attrs]))
+            else:
+                routed.append(b"[]")
+        return routed
+
+    def _judged(self, i: int, value: bytes | None, rejected: dict[int, Rejected]) -> Any:
+        verdict = decode_event(value, self.limits)
+        if isinstance(verdict, Rejected):
+            rejected[i] = verdict
+            return None
+        return verdict
+
+
+def _utf8(value: bytes) -> bool:
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _long_numbers(text: bytes) -> bool:
+    """Whether ``text`` may hold a number orjson refuses: 20 digits in a row (an integer
+    beyond 64 bits) or a 3-digit exponent (beyond a double's range). Or part of a string
+    or fraction: then ``decode_event`` judges a good record, which costs only time."""
+    digits = text.translate(_NUMBERS, b"+-")
+    return b"00000000000000000000" in digits or b"e000" in digits

@@ -1,0 +1,26 @@
+"""Smoke test of the fleet CPU benchmark: a tiny run gives the embedded engine's answer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from benchmarks import fleet_cpu
+
+
+def test_a_tiny_run_counts_the_embedded_answer_and_keeps_other_labels(tmp_path: Path) -> None:
+    args = ["--events", "3000", "--runs", "1", "--out", str(tmp_path)]
+    assert fleet_cpu.main([*args, "--label", "one"]) == 0
+    assert fleet_cpu.main([*args, "--label", "two"]) == 0
+    rows = orjson.loads((tmp_path / "fleet-cpu.json").read_bytes())
+    assert sorted((r["label"], r["query"]) for r in rows) == [
+        ("one", "global"),
+        ("one", "partitioned"),
+        ("two", "global"),
+        ("two", "partitioned"),
+    ]
+    for row in rows:
+        assert row["equal"] and row["embedded_complex_events"] > 0
+        assert row["worker_cpu_us_per_event"] > 0 and row["coordinator_cpu_us_per_event"] > 0
+    assert "| two | global | 3,000 |" in (tmp_path / "fleet-cpu.md").read_text()

@@ -1,0 +1,116 @@
+"""The batch extractor routes exactly as judging each record by itself would.
+
+The oracle is the per-record rule the coordinator followed before batches: the
+verdict of ``decode_event``, then for each group its type fields (strings) and
+``key_of`` over the decoded event.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cerfleet.coordinator.partition_keys import KeyExtractor, MissingType
+from cerfleet.fleet.groups import Group
+from cerfleet.fleet.keyed import GroupId, key_of
+from cerfleet.fleet.records import RecordLimits, Rejected, decode_event
+
+LIMITS = RecordLimits(max_bytes=400, max_depth=6)
+GROUPS = [
+    Group(GroupId(("in",), ("name",)), "k.name"),
+    Group(GroupId(("in",), ("a", "b c")), "k.ab"),
+    Group(GroupId(("in",), ()), "k.all"),
+]
+TYPE_FIELDS = [("type",), ("type", "kind"), ("type",)]
+
+
+def _group(i: int) -> Any:
+    g = GROUPS[i]
+
+    class G:  # a group whose queries use these type fields
+        id = g.id
+        keyed_topic = g.keyed_topic
+        type_fields = frozenset(TYPE_FIELDS[i])
+
+    return G()
+
+
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True, allow_infinity=False),
+    st.text(max_size=4),
+)
+values = st.recursive(scalars, lambda c: st.lists(c, max_size=3), max_leaves=8)
+events = st.dictionaries(
+    st.sampled_from(["type", "kind", "name", "a", "b c", "x"]), values, max_size=6
+)
+
+
+def _dump(event: dict[str, Any]) -> bytes:
+    try:
+        return orjson.dumps(event)
+    except TypeError:  # an integer beyond 64 bits: written as the standard library does
+        return json.dumps(event).encode()
+
+
+raw_values = st.one_of(
+    events.map(_dump),
+    st.sampled_from(
+        [
+            b"",
+            b"   ",
+            b"{not json",
+            b"[1, 2]",
+            b'"text"',
+            b'{"type": "A", "name": "\xff"}',
+            b'{"type": "A", "x": "\xff"}',
+            b'{"type": "A", "x": 123456789012345678901234}',
+            b'{"type": "A", "x": 1e400}',
+            b'{"type": "A", "x": "1e400 and 123456789012345678901234"}',
+            b'{"type": "A", "name": "n", "x": [[[[[[[1]]]]]]]}',
+            b'{"type": "A", "name": "' + b"y" * 500 + b'"}',
+            b'\xef\xbb\xbf{"type": "A"}',
+            b'{"type": "A", "name": 1.0}',
+            b'{"type": "A", "name": true}',
+        ]
+    ),
+    st.none(),
+)
+
+
+def oracle(values: list[bytes | None]) -> tuple[dict[int, str], list[list[Any]]]:
+    rejected: dict[int, str] = {}
+    keys: list[list[Any]] = [[] for _ in GROUPS]
+    for i, value in enumerate(values):
+        event = decode_event(value, LIMITS)
+        if isinstance(event, Rejected):
+            rejected[i] = event.reason
+            for routed in keys:
+                routed.append(None)
+            continue
+        for g, group in enumerate(GROUPS):
+            missing = [f for f in sorted(TYPE_FIELDS[g]) if not isinstance(event.get(f), str)]
+            if missing:
+                keys[g].append(("missing", missing[0]))
+                continue
+            attrs = group.id.partition_attrs
+            keys[g].append(key_of(event, attrs) if attrs else b"[]")
+    return rejected, keys
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.lists(raw_values, max_size=12))
+def test_a_batch_routes_as_each_record_alone(batch: list[bytes | None]) -> None:
+    extractor = KeyExtractor([_group(i) for i in range(len(GROUPS))], LIMITS)
+    got = extractor.extract(batch)
+    want_rejected, want_keys = oracle(batch)
+    assert {i: r.reason for i, r in got.rejected.items()} == want_rejected
+    for g in range(len(GROUPS)):
+        routed = [("missing", k.field) if isinstance(k, MissingType) else k for k in got.keys[g]]
+        assert routed == want_keys[g]

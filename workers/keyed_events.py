@@ -1,0 +1,92 @@
+"""Keyed records as the worker's events: their raw bytes, and where each came from.
+
+A worker decodes only what its queries read (``cerfleet.events.ingest``), so an event
+is its bytes plus a few decoded attributes (``RawEvent``). It also carries the input
+record it was routed from, which the output record names: as a mapping the event
+holds it under ``SOURCE_FIELD`` (not a CEQL identifier, so no query can read it), so
+snapshots and the embedded engine's view of the event keep it too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, overload
+
+import orjson
+
+from cerfleet.events.raw_event import RawEvent
+
+__all__ = ["SOURCE_FIELD", "KeyedEvent", "KeyedEvents"]
+
+SOURCE_FIELD = "@cerfleet.source"
+
+
+class KeyedEvent(Mapping[str, Any]):
+    """The event ``event`` (read from its bytes) with its ``source`` under ``SOURCE_FIELD``."""
+
+    __slots__ = ("_source_json", "event", "raw", "source")
+
+    def __init__(self, event: RawEvent, source: Sequence[Any] | None) -> None:
+        self.event = event
+        self.raw = event.raw
+        self.source = source
+        self._source_json: bytes | None = None
+
+    def source_json(self) -> bytes:
+        """The source as the output record lists it (kept: a Kleene match's events
+        appear in many complex events)."""
+        out = self._source_json
+        if out is None:
+            src = self.source
+            out = self._source_json = orjson.dumps(
+                None if src is None else {"topic": src[0], "partition": src[1], "offset": src[2]}
+            )
+        return out
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key == SOURCE_FIELD and self.source is not None:
+            return list(self.source)
+        return self.event.get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        if key == SOURCE_FIELD and self.source is not None:
+            return list(self.source)
+        return self.event[key]
+
+    def __iter__(self) -> Iterator[str]:
+        if self.source is None:
+            return iter(self.event)
+        return iter([*(k for k in self.event if k != SOURCE_FIELD), SOURCE_FIELD])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __repr__(self) -> str:
+        return f"KeyedEvent({self.raw!r}, {self.source!r})"
+
+
+class KeyedEvents(Sequence[KeyedEvent]):
+    """The rows of a decoded batch as ``KeyedEvent``s, made on first access (most rows
+    are never looked at one by one)."""
+
+    __slots__ = ("_events", "_sources")
+
+    def __init__(self, events: Sequence[RawEvent], sources: Sequence[Sequence[Any] | None]) -> None:
+        if len(events) != len(sources):
+            raise ValueError(f"{len(events)} events for {len(sources)} sources")
+        self._events = events
+        self._sources = sources
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    @overload
+    def __getitem__(self, i: int) -> KeyedEvent: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[KeyedEvent]: ...
+
+    def __getitem__(self, i: int | slice) -> KeyedEvent | Sequence[KeyedEvent]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        return KeyedEvent(self._events[i], self._sources[i])
