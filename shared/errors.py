@@ -56,3 +56,8 @@ class SnapshotError(CerfleetError):
 class MatchRecognizeError(CEQLError):
     """A MATCH_RECOGNIZE query that cannot be compiled: reported like CEQL's (line,
     column, carets, what was expected), and caught wherever ``CEQLError`` is."""
+
+
+class SpaseqError(CEQLError):
+    """A SPAseq query that cannot be compiled: reported like CEQL's (line, column,
+    carets, what was expected), and caught wherever ``CEQLError`` is."""

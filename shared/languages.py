@@ -23,6 +23,7 @@ Writer = Callable[[Sequence[ComplexEvent]], bytes]
 FRONTENDS: dict[str, str] = {
     "ceql": "cerfleet.ceql.parser:parse_and_check",
     "match_recognize": "cerfleet.match_recognize.translate:parse_and_check",
+    "spaseq": "cerfleet.spaseq.translate:parse_and_check",
 }
 
 # Languages whose output is not the complex events themselves: "module:function"
@@ -33,6 +34,7 @@ WRITERS: dict[str, str] = {
 
 DEFAULT = "ceql"
 _MATCH_RECOGNIZE = re.compile(r"\bMATCH_RECOGNIZE\b", re.IGNORECASE)
+_SPASEQ = re.compile(r"\bDEFINE\s+GPM\b", re.IGNORECASE)
 
 
 def frontend(language: str) -> Frontend:
@@ -48,8 +50,10 @@ def frontend(language: str) -> Frontend:
 
 
 def detect(text: str) -> str:
-    """The language of a query text: MATCH_RECOGNIZE when it uses the keyword (CEQL
-    has no such word), else the default."""
+    """The language of a query text: MATCH_RECOGNIZE when it uses the keyword, SPAseq
+    when it defines a GPM (CEQL has neither), else the default."""
+    if _SPASEQ.search(text):
+        return "spaseq"
     return "match_recognize" if _MATCH_RECOGNIZE.search(text) else DEFAULT
 
 

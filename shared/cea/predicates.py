@@ -134,6 +134,11 @@ def compile_predicate(pred: pattern.Pred) -> Predicate:
     if isinstance(pred, pattern.POr):
         a, b = compile_predicate(pred.left), compile_predicate(pred.right)
         return lambda event: a(event) or b(event)
+    if isinstance(pred, pattern.GraphMatch):
+        from cerfleet.cea.graph_match import compile_graph_match
+
+        found = compile_graph_match(pred, compile_predicate)
+        return lambda event: bool(found(event))
     raise TypeError(f"not a predicate: {pred!r}")
 
 

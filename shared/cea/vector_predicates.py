@@ -132,6 +132,8 @@ def _pred(pred: pattern.Pred, cols: Columns, n: int) -> np.ndarray:
             strings = np.broadcast_to(values, (n,)).tolist()
             matched = np.fromiter(map(fullmatch, strings), dtype=bool, count=n) & valid
         return matched != pred.negated
+    if isinstance(pred, pattern.GraphMatch):
+        raise _Fallback  # a graph is no column: judged per row
     raise TypeError(f"not a predicate: {pred!r}")
 
 

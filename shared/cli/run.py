@@ -38,7 +38,22 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("query", metavar="QUERY", help="file holding the CEQL query")
     parser.add_argument(
-        "events", metavar="EVENTS", help="JSON Lines or CSV event file, or - for stdin"
+        "events",
+        metavar="EVENTS",
+        nargs="?",
+        help="JSON Lines or CSV event file, or - for stdin (SPAseq: --stream instead)",
+    )
+    parser.add_argument(
+        "--stream",
+        action="append",
+        metavar="NAME=FILE",
+        help="SPAseq: a TriG file for the query's FROM STREAM NAME (repeatable)",
+    )
+    parser.add_argument(
+        "--background",
+        action="append",
+        metavar="IRI=FILE",
+        help="SPAseq: the Turtle/TriG file of the background graph GRAPH <IRI>",
     )
     parser.add_argument(
         "--type-field", default="type", help="attribute holding the event type (default: type)"
@@ -128,6 +143,13 @@ def run(args: argparse.Namespace) -> int:
     language: str = (args.language or detect(text)).lower()
     if language not in FRONTENDS:
         _error(f"unknown query language {language!r} (known: {', '.join(sorted(FRONTENDS))})")
+        return EXIT_USAGE
+    if language == "spaseq":
+        from cerfleet.cli.rdf_run import run_rdf
+
+        return run_rdf(args, text)
+    if args.events is None:
+        _error("EVENTS is required (an event file, or - for stdin)")
         return EXIT_USAGE
     try:
         compiled = compile_query(

@@ -165,7 +165,52 @@ class InStream:
     span: Span | None = _span()
 
 
-Pred = Compare | InList | InRange | Like | BoolLit | PNot | PAnd | POr | InStream
+@dataclass(frozen=True)
+class GraphVar:
+    """A variable of a graph pattern (``?x`` without its ``?``)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class GraphIri:
+    """An IRI of a graph pattern, in full."""
+
+    value: str
+
+
+@dataclass(frozen=True)
+class GraphLiteral:
+    """A literal of a graph pattern: a number, or a string (any other datatype's
+    lexical form)."""
+
+    value: Scalar
+
+
+GraphTerm = GraphVar | GraphIri | GraphLiteral
+TriplePattern = tuple[GraphTerm, GraphTerm, GraphTerm]
+
+
+@dataclass(frozen=True)
+class GraphMatch:
+    """A graph-pattern match (a SPARQL basic graph pattern with filters) on the RDF
+    graph the event carries for ``stream``, optionally joined with the static graph
+    ``background`` through ``background_triples``: true when it has a solution.
+
+    ``filter`` reads the pattern's own variables (``Attr(name)`` is the variable
+    ``name``). The solutions are computed once per event, whatever the number of runs
+    that look at it; the output stage reads them back.
+    """
+
+    stream: str
+    triples: tuple[TriplePattern, ...]
+    filter: Pred | None = None
+    background: str | None = None
+    background_triples: tuple[TriplePattern, ...] = ()
+    span: Span | None = _span()
+
+
+Pred = Compare | InList | InRange | Like | BoolLit | PNot | PAnd | POr | InStream | GraphMatch
 
 
 @dataclass(frozen=True)
