@@ -149,7 +149,7 @@ class UnitRunner:
         topics = batch.column("topic").to_pylist()
         partitions = batch.column("partition").to_numpy()
         offsets = batch.column("offset").to_numpy()
-        columns, events = self._columns(batch.column("value").to_pylist())
+        values = batch.column("value").to_pylist()
         overlap = batch.column("overlap").to_numpy(zero_copy_only=False) if sliced else None
         # Runs of equal units.
         start = 0
@@ -158,9 +158,9 @@ class UnitRunner:
             if k == n or units[k] != units[start]:
                 self._enter(units[start])
                 self._coords.extend(topics[start:k], partitions[start:k], offsets[start:k])
-                whole = start == 0 and k == n
-                run = columns if whole else {a: c[start:k] for a, c in columns.items()}
-                self._evaluate(run, events if whole else events[start:k], out)
+                # Decoded run by run: a slice of a decoded batch's events would make
+                # every event of the run a Python object.
+                self._evaluate(*self._columns(values if k - start == n else values[start:k]), out)
                 if overlap is not None:
                     self.events += int((~overlap[start:k]).sum())
                 else:
