@@ -1,8 +1,8 @@
 """Exactly-once Kafka output of backfills: every task's first attempt fails after
 producing all its rows, Spark runs it again (``local[2,2]``: two attempts per task),
 and a read_committed consumer sees each complex event once, as many as the summary
-counts. (Without the transactions, the records of the failed attempts would be read
-as well: each complex event twice.)"""
+counts. Only a real broker isolates aborted records; on the mock and tansu the test
+checks what they can show (see the test)."""
 
 from __future__ import annotations
 
@@ -75,13 +75,19 @@ def test_a_retried_task_publishes_nothing_twice(
     summary: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])["summary"]
     committed = _read(kafka, topic)
     assert summary["complex_events"] > 0
-    assert summary["published"] == summary["complex_events"] == len(committed)
-    # Each complex event once: the same (key, start, end, positions) never twice.
+    assert summary["published"] == summary["complex_events"]
     found = Counter(
         (doc["key"] and tuple(doc["key"]), doc["start"], doc["end"], tuple(doc["positions"]))
         for doc in map(json.loads, committed)
     )
-    assert max(found.values()) == 1
+    assert len(found) == summary["complex_events"]
+    # A real broker hides the failed attempts' aborted records from read_committed
+    # readers: each complex event is read once. The mock and tansu deliver aborted
+    # records too (their documented gap): there each is read twice, once from the
+    # aborted first attempt and once from the committed retry, which shows the first
+    # attempts did produce before failing and the retries wrote the same rows again.
+    copies = 1 if kafka.kind == "real" else 2
+    assert set(found.values()) == {copies}
 
 
 def test_transactional_ids_name_the_run_the_topic_and_the_task() -> None:
