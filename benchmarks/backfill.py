@@ -1,23 +1,31 @@
 """Backfill throughput on Spark against one embedded process, over the same events.
 
 Run ``python -m benchmarks.backfill [--events 1000000 10000000] [--runs 3]
-[--query partitioned sliced] [--master local[2]] [--out DIR]``.
+[--query balanced partitioned sliced] [--master local[1] local[2]] [--out DIR]``.
 
-For each size, N stock events (``benchmarks.datasets``) are written twice: as a
-JSON Lines file, and as a Parquet archive in the compaction job's format (one
-topic, one partition, offsets = line numbers, as ``cerfleet compact --jsonl``
-would file them). Then, per query and run, interleaved:
+For each size, N stock events (``benchmarks.datasets``, each with a ``desk`` from
+0 to 49 spread evenly over the stream) are written twice: as a JSON Lines file,
+and as a Parquet archive in the compaction job's format (one topic, one
+partition, offsets = line numbers, as ``cerfleet compact --jsonl`` would file
+them). Then, per query and run, interleaved:
 
 * **embedded**: ``cerfleet run QUERY EVENTS.jsonl --quiet`` (one process reading,
   evaluating and printing; output to /dev/null);
-* **backfill**: ``cerfleet backfill --ceql QUERY --archive ARCHIVE --output DIR
-  --master M`` (spark-submit, Parquet out).
+* **backfill**, once per master: ``cerfleet backfill --ceql QUERY --archive ARCHIVE
+  --output DIR --master M`` (spark-submit, Parquet out).
 
-Both are timed from process start to exit (wall clock), so the backfill pays for
-the JVM, the Spark session and its Python workers; the job's own time (its
-summary, from before the session starts to the end) is reported beside it. The
-complex event counts of both are compared. Medians of ``--runs`` are printed and
-written to ``OUT/backfill.md``.
+Both are timed from process start to exit (wall clock). The backfill's time is
+also split at the moment its Spark session is up with every core's Python worker
+started (the job's ``ready_at``): before is Spark's **fixed cost** (JVM, session,
+executors, Python workers), after is the **work**, over which events/s per core
+(events / work s / cores) is compared with the embedded engine's events/s. The
+complex event counts of all are compared. Medians of ``--runs`` are printed and
+written to ``OUT/backfill.md`` and ``OUT/backfill.json``.
+
+Queries: ``balanced`` is PARTITION BY [desk] (50 keys of equal weight: parallel
+efficiency), ``partitioned`` the fleet benchmark's PARTITION BY [name] (53% of the
+events share one ticker: skew), ``sliced`` its query without PARTITION BY (time
+slices).
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -42,10 +51,21 @@ from benchmarks.datasets import BLOCK, batches, write_jsonl
 from benchmarks.fleet import GLOBAL, PARTITIONED
 from cerfleet.workers.backfill.schemas import ARCHIVE, dates_of
 
-QUERIES = {"partitioned": PARTITIONED, "sliced": GLOBAL}
+DESKS = 50
+BALANCED = """SELECT * FROM S WHERE SELL as s ; BUY+ as b ; SELL as c
+FILTER s[volume >= 2000] AND b[volume >= 2000] AND c[volume >= 2000]
+PARTITION BY [desk] WITHIN 60000 [stock_time] CONSUME BY PARTITION"""
+QUERIES = {"balanced": BALANCED, "partitioned": PARTITIONED, "sliced": GLOBAL}
 TIME_FIELD = "stock_time"
 TOPIC = "stock"
 ROOT = Path(__file__).resolve().parent
+
+
+def desks(first: int, m: int) -> np.ndarray:
+    """Event i's desk: a multiplicative hash of i, so every desk has n/50 events spread
+    over the whole stream (no desk is hot at any moment)."""
+    i = np.arange(first, first + m, dtype=np.uint64)
+    return ((i * np.uint64(2654435761)) % np.uint64(2**32) % np.uint64(DESKS)).astype(np.int64)
 
 
 def write_archive(directory: Path, n: int) -> None:
@@ -55,6 +75,7 @@ def write_archive(directory: Path, n: int) -> None:
     schema = pa.schema([f for f in ARCHIVE if f.name != "date"])
     try:
         for batch in batches("stock", n, size=BLOCK):
+            batch = {**batch, "desk": desks(offset, len(batch["type"]))}
             keys = list(batch)
             columns = [batch[k].tolist() for k in keys]
             values = [
@@ -104,7 +125,8 @@ def embedded(query: Path, events: Path) -> tuple[float, int]:
     return wall, done.stdout.count(b"\n")
 
 
-def backfill(query: Path, archive: Path, out: Path, master: str) -> tuple[float, float, int]:
+def backfill(query: Path, archive: Path, out: Path, master: str) -> dict[str, Any]:
+    launched = time.time()
     began = time.perf_counter()
     done = _cerfleet(
         "backfill",
@@ -129,7 +151,18 @@ def backfill(query: Path, archive: Path, out: Path, master: str) -> tuple[float,
     if done.returncode:
         raise RuntimeError(done.stderr.decode()[-3000:])
     summary = json.loads(done.stdout.splitlines()[-1])["summary"]
-    return wall, float(summary["seconds"]), int(summary["complex_events"])
+    return {
+        "wall_s": wall,
+        "job_s": float(summary["seconds"]),
+        "fixed_s": summary["ready_at"] - launched,
+        "work_s": summary["ended_at"] - summary["ready_at"],
+        "cores": int(summary["cores"]),
+        "complex_events": int(summary["complex_events"]),
+    }
+
+
+def _median(runs: list[dict[str, Any]], name: str) -> float:
+    return float(statistics.median(r[name] for r in runs))
 
 
 def main() -> None:
@@ -137,7 +170,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, nargs="+", default=[1_000_000, 10_000_000])
     parser.add_argument("--query", nargs="+", choices=sorted(QUERIES), default=sorted(QUERIES))
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--master", nargs="+", default=["local[1]", "local[2]"])
     parser.add_argument("--out", type=Path, default=ROOT / "results")
     parser.add_argument("--work", type=Path, help="keep data here (default: a temp dir)")
     opts = parser.parse_args()
@@ -155,36 +188,44 @@ def main() -> None:
             for name in opts.query:
                 query = work / f"{name}.ceql"
                 query.write_text(QUERIES[name])
-                emb, bf, job, counts = [], [], [], set()
+                emb: list[float] = []
+                runs: dict[str, list[dict[str, Any]]] = {m: [] for m in opts.master}
+                counts = set()
                 for _ in range(opts.runs):
                     wall, found = embedded(query, events)
                     emb.append(wall)
-                    counts.add(("embedded", found))
-                    wall, seconds, found_bf = backfill(query, archive, work / "out", opts.master)
-                    bf.append(wall)
-                    job.append(seconds)
-                    counts.add(("backfill", found_bf))
-                    print(
-                        f"  {name} {n}: embedded {emb[-1]:.1f}s, backfill {wall:.1f}s "
-                        f"(job {seconds:.1f}s)",
-                        flush=True,
-                    )
-                found_all = {c for _, c in counts}
-                row = {
-                    "query": name,
-                    "events": n,
-                    "embedded_s": statistics.median(emb),
-                    "backfill_s": statistics.median(bf),
-                    "backfill_job_s": statistics.median(job),
-                    "complex_events": sorted(found_all),
-                    "equal": len(found_all) == 1,
-                }
-                row["embedded_eps"] = n / row["embedded_s"]
-                row["backfill_eps"] = n / row["backfill_s"]
-                row["speedup"] = row["embedded_s"] / row["backfill_s"]
-                row["speedup_job"] = row["embedded_s"] / row["backfill_job_s"]
-                rows.append(row)
-                print(json.dumps(row), flush=True)
+                    counts.add(found)
+                    line = f"  {name} {n}: embedded {wall:.1f}s"
+                    for master in opts.master:
+                        r = backfill(query, archive, work / "out", master)
+                        runs[master].append(r)
+                        counts.add(r["complex_events"])
+                        line += (
+                            f", {master} {r['wall_s']:.1f}s (fixed {r['fixed_s']:.1f}s, "
+                            f"work {r['work_s']:.1f}s)"
+                        )
+                    print(line, flush=True)
+                embedded_s = statistics.median(emb)
+                for master, rs in runs.items():
+                    row: dict[str, Any] = {
+                        "query": name,
+                        "events": n,
+                        "master": master,
+                        "runs": opts.runs,
+                        "embedded_s": embedded_s,
+                        "embedded_eps": n / embedded_s,
+                        **{k: _median(rs, k) for k in ("wall_s", "job_s", "fixed_s", "work_s")},
+                        "cores": rs[0]["cores"],
+                        "complex_events": sorted(counts),
+                        "equal": len(counts) == 1,
+                        "all_runs": rs,
+                        "embedded_runs": emb,
+                    }
+                    row["work_eps_per_core"] = n / row["work_s"] / row["cores"]
+                    row["per_core_vs_embedded"] = row["work_eps_per_core"] / row["embedded_eps"]
+                    row["wall_vs_embedded"] = embedded_s / row["wall_s"]
+                    rows.append(row)
+                    print(json.dumps({k: v for k, v in row.items() if "runs" not in k}))
     finally:
         if opts.work is None:
             shutil.rmtree(work, ignore_errors=True)
@@ -194,31 +235,47 @@ def main() -> None:
 def _stock(n: int) -> dict[str, Any]:
     from benchmarks.datasets import stock
 
-    return stock(n)
+    return {**stock(n), "desk": desks(0, n)}
+
+
+def _speedups(rows: list[dict[str, Any]]) -> None:
+    """Each row's work speedup over the one-core run of the same query and size."""
+    one = {(r["query"], r["events"]): r for r in rows if r["cores"] == 1}
+    for r in rows:
+        base = one.get((r["query"], r["events"]))
+        r["work_speedup_vs_1_core"] = None if base is None else base["work_s"] / r["work_s"]
+        r["wall_speedup_vs_1_core"] = None if base is None else base["wall_s"] / r["wall_s"]
 
 
 def _report(rows: list[dict[str, Any]], opts: argparse.Namespace) -> None:
+    _speedups(rows)
     lines = [
         "# Backfill vs one embedded process",
         "",
         f"`python -m benchmarks.backfill --events {' '.join(map(str, opts.events))} "
-        f"--runs {opts.runs} --master {opts.master}` on {os.cpu_count()} cores; medians, "
-        "wall clock from process start to exit (the backfill's includes the JVM and the "
-        "Spark session; 'job' is the job's own time after spark-submit started Python).",
+        f"--query {' '.join(opts.query)} --runs {opts.runs} --master {' '.join(opts.master)}` "
+        f"on {os.cpu_count()} cores; medians of {opts.runs} runs. 'fixed' is spark-submit's "
+        "start to the session up with every core's Python worker started; 'work' the rest "
+        "of the job; 'ev/s/core' = events / work / cores, against the embedded engine's "
+        "events/s (`cerfleet run`, wall clock). Speedups are over the local[1] run.",
         "",
-        "| query | events | embedded s (ev/s) | backfill s (ev/s) | speedup | job s | "
-        "speedup vs job | complex events equal |",
-        "|---|---|---|---|---|---|---|---|",
+        "| query | events | master | embedded s (ev/s) | backfill wall s | fixed s | work s | "
+        "ev/s/core | per core vs embedded | work speedup | wall speedup | complex events |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        ws, ls = r["work_speedup_vs_1_core"], r["wall_speedup_vs_1_core"]
         lines.append(
-            f"| {r['query']} | {r['events']:,} | {r['embedded_s']:.1f} "
-            f"({r['embedded_eps']:,.0f}) | {r['backfill_s']:.1f} ({r['backfill_eps']:,.0f}) | "
-            f"{r['speedup']:.2f}× | {r['backfill_job_s']:.1f} | {r['speedup_job']:.2f}× | "
-            f"{'yes' if r['equal'] else 'NO'} ({', '.join(map(str, r['complex_events']))}) |"
+            f"| {r['query']} | {r['events']:,} | {r['master']} | {r['embedded_s']:.1f} "
+            f"({r['embedded_eps']:,.0f}) | {r['wall_s']:.1f} | {r['fixed_s']:.1f} | "
+            f"{r['work_s']:.1f} | {r['work_eps_per_core']:,.0f} | "
+            f"{r['per_core_vs_embedded']:.2f}× | {'' if ws is None else f'{ws:.2f}×'} | "
+            f"{'' if ls is None else f'{ls:.2f}×'} | "
+            f"{'equal' if r['equal'] else 'DIFFER'} ({', '.join(map(str, r['complex_events']))}) |"
         )
     opts.out.mkdir(parents=True, exist_ok=True)
     (opts.out / "backfill.md").write_text("\n".join(lines) + "\n")
+    (opts.out / "backfill.json").write_text(json.dumps(rows, indent=2) + "\n")
     print("\n".join(lines))
 
 

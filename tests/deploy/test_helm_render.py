@@ -44,6 +44,7 @@ if HELM is None and os.environ.get("CERFLEET_REQUIRE_HELM") != "1":
 RELEASE = "rel"
 API_VERSIONS = {
     "ConfigMap": "v1",
+    "CronJob": "batch/v1",
     "Deployment": "apps/v1",
     "Job": "batch/v1",
     "PodDisruptionBudget": "policy/v1",
@@ -96,6 +97,8 @@ def pod_specs(docs: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]
     for doc in docs:
         if doc["kind"] in ("Deployment", "Job"):
             yield doc["metadata"]["name"], doc["spec"]["template"]["spec"]
+        elif doc["kind"] == "CronJob":
+            yield doc["metadata"]["name"], doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]
 
 
 def container_env(container: dict[str, Any]) -> dict[str, str]:
@@ -184,7 +187,10 @@ def test_optional_resources_follow_their_switches(
     assert ("ServiceMonitor" in kinds) == values["serviceMonitor"]["enabled"]
     assert ("ScaledObject" in kinds) == values["keda"]["enabled"]
     assert ("PodDisruptionBudget" in kinds) == values["worker"]["pdb"]["enabled"]
-    assert ("Job" in kinds) == bool(values["submitJob"]["enabled"] and values["queries"])
+    jobs = {d["metadata"]["name"] for d in docs if d["kind"] in ("Job", "CronJob")}
+    submit = bool(values["submitJob"]["enabled"] and values["queries"])
+    assert (f"{RELEASE}-cerfleet-submit" in jobs) == submit
+    assert (f"{RELEASE}-cerfleet-backfill" in jobs) == values["backfill"]["enabled"]
     assert len(by_kind(docs, "Deployment")) == 2
     assert len(by_kind(docs, "Service")) == 2
 
@@ -410,7 +416,7 @@ def test_the_submit_job_registers_every_query_from_the_configmap_after_install_a
     values, docs = rendered
     if not values["queries"]:
         return
-    (job,) = by_kind(docs, "Job")
+    job = named(docs, "Job", "-submit")
     hooks = set(job["metadata"]["annotations"]["helm.sh/hook"].split(","))
     assert hooks == {"post-install", "post-upgrade"}
     spec = job["spec"]["template"]["spec"]
@@ -515,3 +521,86 @@ def test_the_submit_job_leaves_a_query_registered_as_values_say_alone(tmp_path: 
     assert not unchanged("r", str(query), "o", "kind", "timestamp", "a", "b")  # another name
     query.write_text(text + " WITHIN 10 [ts]", encoding="utf-8")
     assert not unchanged("q", str(query), "o", "kind", "timestamp", "a", "b")  # new text
+
+
+# -- the backfill Job -----------------------------------------------------------------
+
+BACKFILL = [
+    "--set",
+    "backfill.enabled=true",
+    "--set",
+    "backfill.query=fraud-alerts",
+    "--set",
+    "backfill.output=s3a://backfills/fraud",
+    "--set",
+    "backfill.since=2024-05-01",
+    "--set",
+    "backfill.sparkConf.spark\\.executor\\.instances=4",
+]
+
+
+def _backfill_container(doc: dict[str, Any]) -> dict[str, Any]:
+    spec = doc["spec"]
+    if doc["kind"] == "CronJob":
+        spec = spec["jobTemplate"]["spec"]
+    (container,) = spec["template"]["spec"]["containers"]
+    return dict(container)
+
+
+def test_the_backfill_job_runs_cerfleet_backfill_with_the_spark_image_as_values_say() -> None:
+    docs = render(None, *BACKFILL)
+    job = named(docs, "Job", "-backfill")
+    assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never"
+    container = _backfill_container(job)
+    assert container["image"] == f"cerfleet:{_app_version()}-spark"
+    (argv,) = invocations(container)
+    args = parse_cli(argv)
+    assert argv[0] == "backfill" and args.query == "fraud-alerts"
+    # No archive in values: the query's own topics, read from Kafka.
+    assert args.from_kafka and args.archive is None
+    assert args.since == "2024-05-01" and args.output == "s3a://backfills/fraud"
+    assert args.mode == "error" and args.output_topic is None
+    assert args.master == "local[*]" and args.driver_memory == "2g"
+    assert args.spark_conf == ["spark.executor.instances=4"]
+    env = container_env(container)
+    settings = load_settings_from_env(FleetSettings, env)
+    assert settings.bootstrap_servers == load_values()["kafka"]["bootstrapServers"]
+    assert env["SPARK_LOCAL_DIRS"] == "/var/spark-local"
+    assert {"name": "spark-local", "mountPath": "/var/spark-local"} in container["volumeMounts"]
+    # The default switch renders nothing of it.
+    assert not [d for d in render(None) if d["metadata"]["name"].endswith("-backfill")]
+
+
+def test_a_scheduled_backfill_is_a_cronjob_that_never_overlaps_itself() -> None:
+    docs = render(
+        None, *BACKFILL, "--set", "backfill.schedule=30 2 * * *", "--set", "backfill.archive=/a"
+    )
+    assert not [d for d in by_kind(docs, "Job") if d["metadata"]["name"].endswith("-backfill")]
+    cron = named(docs, "CronJob", "-backfill")
+    assert cron["spec"]["schedule"] == "30 2 * * *"
+    assert cron["spec"]["concurrencyPolicy"] == "Forbid"
+    (argv,) = invocations(_backfill_container(cron))
+    args = parse_cli(argv)
+    assert args.archive == "/a" and not args.from_kafka
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--set", "backfill.query="], "backfill.query"),
+        (["--set", "backfill.output="], "backfill.output"),
+        (["--set", "backfill.master=local(2)"], "backfill.master"),
+        (["--set", "backfill.mode=replace"], "backfill.mode"),
+        (["--set", "backfill.schedule=nightly"], "backfill.schedule"),
+        (["--set", "backfill.sparkConf.executor=4"], "backfill.sparkConf"),
+    ],
+)
+def test_helm_rejects_backfill_values_that_cannot_run(extra: list[str], message: str) -> None:
+    result = helm("template", RELEASE, str(CHART), *BACKFILL, *extra)
+    assert result.returncode != 0
+    assert message in result.stderr, result.stderr
+
+
+def _app_version() -> str:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text(encoding="utf-8"))
+    return str(chart["appVersion"])

@@ -41,7 +41,7 @@ from cerfleet.workers.backfill.schemas import BAD, GOOD, MATCH, PREPARED, RESULT
 from cerfleet.workers.backfill.sinks import PRODUCED, produce_batches
 from cerfleet.workers.backfill.slices import SlicePlan, label_bases, slice_epsilon
 from cerfleet.workers.backfill.sources import archive_source, jsonl_source, kafka_source
-from cerfleet.workers.backfill.spark_session import session, spark_schema
+from cerfleet.workers.backfill.spark_session import session, spark_schema, warm_up
 from cerfleet.workers.backfill.units import Bases, evaluate_batches
 
 __all__ = ["Evaluation", "evaluate", "main"]
@@ -213,9 +213,12 @@ def _produce(df: DataFrame, config: dict[str, str], topic: str, run: str) -> int
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     began = time.monotonic()
+    started_at = time.time()
     settings = settings_from_args(FleetSettings, args)
     job, topics = _resolve(args, settings)
     spark = session(f"cerfleet backfill {job.name}")
+    warm_up(spark)
+    ready_at = time.time()
     cores = spark.sparkContext.defaultParallelism
     partitions = args.partitions or 4 * cores
     slices = args.slices or partitions
@@ -279,6 +282,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "output": args.output,
         "output_topic": args.output_topic,
         "seconds": round(time.monotonic() - began, 3),
+        # Wall clock (epoch seconds): job start, Spark and every core's Python worker up
+        # (``warm_up``), end; "cores" is Spark's default parallelism.
+        "started_at": round(started_at, 3),
+        "ready_at": round(ready_at, 3),
+        "ended_at": round(time.time(), 3),
+        "cores": cores,
     }
 
 

@@ -6,7 +6,8 @@ Run it with ``spark-submit workers/backfill/compact_job.py …`` or through
 timestamp, and land under ``date=YYYY-MM-DD`` directories (UTC, from the record
 timestamp). A record already archived, by its (topic, partition, offset), is
 not written again, so overlapping ranges can be compacted any number of times.
-Two compactions must not write the same archive at the same moment.
+Two compactions must not write the same archive at the same moment: the second
+fails clearly (``archive_lock``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pyspark.sql import functions as F
 
 from cerfleet.fleet.service import settings_from_args
 from cerfleet.fleet.settings import FleetSettings
+from cerfleet.workers.backfill.archive_lock import archive_lock
 from cerfleet.workers.backfill.entry import job_main
 from cerfleet.workers.backfill.options import add_compact_arguments, check_compact, time_bound
 from cerfleet.workers.backfill.schemas import ARCHIVE, COORDINATES
@@ -34,12 +36,16 @@ __all__ = ["compact", "main"]
 
 
 def _exists(spark: SparkSession, path: str) -> bool:
+    """Whether ``path`` holds anything but hidden files (the lock, Spark's _SUCCESS)."""
     # Through Hadoop's file systems, so hdfs://, s3a:// and the like work as local paths do.
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     hpath = jvm.org.apache.hadoop.fs.Path(path)
     fs = hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    return bool(fs.exists(hpath))
+    if not fs.exists(hpath):
+        return False
+    names = [str(status.getPath().getName()) for status in fs.listStatus(hpath)]
+    return any(not name.startswith(("_", ".")) for name in names)
 
 
 def _archived(spark: SparkSession, archive: str, topics: Sequence[str]) -> DataFrame | None:
@@ -64,9 +70,11 @@ def compact(
         fresh = source.join(existing, on=list(COORDINATES), how="left_anti")
     fresh = fresh.dropDuplicates(list(COORDINATES)).persist(StorageLevel.MEMORY_AND_DISK)
     written = fresh.count()
+    # Before the write: computed again after it (were the cache evicted), the anti join
+    # would find every record archived.
+    dates = sorted(r["date"] for r in fresh.select("date").distinct().collect())
     if written:
         fresh.write.mode("append").partitionBy("date").parquet(archive)
-    dates = sorted(r["date"] for r in fresh.select("date").distinct().collect())
     fresh.unpersist()
     source.unpersist()
     return {"read": read, "written": written, "duplicates": read - written, "dates": len(dates)}
@@ -92,7 +100,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             until=time_bound(args.until, "--until"),
             max_records=args.max_records_per_task,
         )
-    counts = compact(spark, source, args.archive, topics)
+    with archive_lock(spark, args.archive):
+        counts = compact(spark, source, args.archive, topics)
     return {
         "topics": topics,
         "archive": args.archive,

@@ -39,5 +39,13 @@ def session(app: str) -> SparkSession:
     return spark
 
 
+def warm_up(spark: SparkSession) -> None:
+    """One trivial task per core, so that every core's Python worker is up (Spark reuses
+    them): what follows is the job itself, and the time to here is Spark's fixed cost
+    (JVM, session, executors, Python workers), which the summary reports apart."""
+    cores = spark.sparkContext.defaultParallelism
+    spark.sparkContext.parallelize(range(cores), cores).map(lambda x: x).collect()
+
+
 def spark_schema(schema: pa.Schema) -> StructType:
     return from_arrow_schema(schema)

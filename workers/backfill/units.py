@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from cerfleet.evaluation.query_evaluator import QueryEvaluator
 from cerfleet.events.columns import columns_of
+from cerfleet.events.raw_event import RawEvent
 from cerfleet.workers.backfill.job_query import JobQuery
 from cerfleet.workers.backfill.schemas import BAD, BAD_RECORD, GOOD, MATCH, RESULT, STATS, UNKEYED
 from cerfleet.workers.outputs import output_key, record_value
@@ -157,7 +158,9 @@ class UnitRunner:
             if k == n or units[k] != units[start]:
                 self._enter(units[start])
                 self._coords.extend(topics[start:k], partitions[start:k], offsets[start:k])
-                self._evaluate(values[start:k], out)
+                # Decoded run by run: a slice of a decoded batch's events would make
+                # every event of the run a Python object.
+                self._evaluate(*self._columns(values if k - start == n else values[start:k]), out)
                 if overlap is not None:
                     self.events += int((~overlap[start:k]).sum())
                 else:
@@ -189,16 +192,27 @@ class UnitRunner:
             self._next = base - overlap  # the overlap comes first: its t is lower
         self._coords = _Coordinates(self._next)
 
-    def _evaluate(self, values: list[bytes], out: _Out) -> None:
+    def _columns(
+        self, values: list[bytes]
+    ) -> tuple[dict[str, np.ndarray], Sequence[Mapping[str, Any]]]:
+        """The batch through the columnar ingestion layer: only the attributes the query
+        reads are decoded, and events keep their bytes. The first pass judged every
+        record already, so the decoder refuses none, but a record it judges more
+        strictly than the fleet (an empty type): then the batch goes as decoded dicts."""
+        batch = self.query.json_decoder.decode(values)
+        if not batch.problems and len(batch) == len(values):
+            return batch.columns, batch.events
+        events = [orjson.loads(v) for v in values]
+        return columns_of(events, self.query.attributes), events
+
+    def _evaluate(
+        self, columns: dict[str, np.ndarray], events: Sequence[Mapping[str, Any]], out: _Out
+    ) -> None:
         assert self._evaluator is not None
-        loads = orjson.loads
-        events = [loads(v) for v in values]
         n = len(events)
         positions = np.arange(self._next, self._next + n, dtype=np.int64)
         self._next += n
-        found = self._evaluator.process_columns(
-            columns_of(events, self.query.attributes), events=events, positions=positions
-        )
+        found = self._evaluator.process_columns(columns, events=events, positions=positions)
         name = self.job.name
         sources = self._coords.sources
         first_own = self._first_own
@@ -211,7 +225,8 @@ class UnitRunner:
             out.m_start.append(ce.start)
             out.m_end.append(ce.end)
             # The events were never tagged with their source: the unit's coordinates say it.
-            out.m_value.append(record_value(name, None, ce, ce.events, sources(ce.positions)))
+            events = [_as_json(e) for e in ce.events]
+            out.m_value.append(record_value(name, None, ce, events, sources(ce.positions)))
 
     def stats(self, out: _Out) -> None:
         out.other.append(
@@ -225,6 +240,12 @@ class UnitRunner:
                 "bad": self.bad,
             }
         )
+
+
+def _as_json(event: Mapping[str, Any]) -> Any:
+    # An event that kept its bytes is written as those bytes: the same JSON value the
+    # fleet writes, without decoding it again.
+    return orjson.Fragment(event.raw) if type(event) is RawEvent else event
 
 
 class _NoUnit:

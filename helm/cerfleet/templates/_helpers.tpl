@@ -273,3 +273,95 @@ readinessProbe:
   timeoutSeconds: {{ $p.readiness.timeoutSeconds }}
   failureThreshold: {{ $p.readiness.failureThreshold }}
 {{- end -}}
+
+{{/* The backfill Job's pod spec (a Job's, or a CronJob's job template's). */}}
+{{- define "cerfleet.backfillPod" -}}
+{{- $b := .Values.backfill -}}
+{{- $repository := default .Values.image.repository $b.image.repository -}}
+{{- $tag := default (printf "%s-spark" .Chart.AppVersion) $b.image.tag -}}
+# Never rather than OnFailure: each attempt keeps its own pod, and its log. A retried
+# backfill publishes under a new run id; what consumers read of a failed one was never
+# committed (per-task transactions).
+restartPolicy: Never
+serviceAccountName: {{ include "cerfleet.serviceAccountName" . }}
+automountServiceAccountToken: {{ .Values.serviceAccount.automountServiceAccountToken }}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+securityContext:
+  {{- toYaml .Values.podSecurityContext | nindent 2 }}
+containers:
+  - name: backfill
+    # The image's `spark` target: the same cerfleet with a JRE and pyspark.
+    image: {{ printf "%s:%s" $repository $tag | quote }}
+    imagePullPolicy: {{ .Values.image.pullPolicy }}
+    args:
+      - backfill
+      - --query
+      - {{ $b.query | quote }}
+      {{- if $b.archive }}
+      - --archive
+      - {{ $b.archive | quote }}
+      {{- else }}
+      - --from-kafka
+      {{- end }}
+      {{- with $b.since }}
+      - --since
+      - {{ . | quote }}
+      {{- end }}
+      {{- with $b.until }}
+      - --until
+      - {{ . | quote }}
+      {{- end }}
+      {{- with $b.output }}
+      - --output
+      - {{ . | quote }}
+      - --mode
+      - {{ $b.mode | quote }}
+      {{- end }}
+      {{- with $b.outputTopic }}
+      - --output-topic
+      - {{ . | quote }}
+      {{- end }}
+      - --master
+      - {{ $b.master | quote }}
+      {{- with $b.deployMode }}
+      - --deploy-mode
+      - {{ . | quote }}
+      {{- end }}
+      - --driver-memory
+      - {{ $b.driverMemory | quote }}
+      {{- with $b.executorMemory }}
+      - --executor-memory
+      - {{ . | quote }}
+      {{- end }}
+      {{- range $key, $value := $b.sparkConf }}
+      - --spark-conf
+      - {{ printf "%s=%v" $key $value | quote }}
+      {{- end }}
+      {{- range $b.extraArgs }}
+      - {{ . | quote }}
+      {{- end }}
+      {{- include "cerfleet.kafkaArgs" . | nindent 6 }}
+    env:
+      {{- include "cerfleet.fleetEnv" . | nindent 6 }}
+      # Shuffle and spill files: a volume of their own, as large as the data needs.
+      - name: SPARK_LOCAL_DIRS
+        value: /var/spark-local
+    securityContext:
+      {{- toYaml .Values.securityContext | nindent 6 }}
+    resources:
+      {{- toYaml $b.resources | nindent 6 }}
+    volumeMounts:
+      {{- include "cerfleet.tmpVolumeMount" . | nindent 6 }}
+      - name: spark-local
+        mountPath: /var/spark-local
+      {{- with (include "cerfleet.tlsVolumeMount" . | trim) }}{{ . | nindent 6 }}{{ end }}
+volumes:
+  {{- include "cerfleet.tmpVolume" . | nindent 2 }}
+  - name: spark-local
+    emptyDir:
+      sizeLimit: {{ $b.scratchSize }}
+  {{- with (include "cerfleet.tlsVolume" . | trim) }}{{ . | nindent 2 }}{{ end }}
+{{- end -}}
