@@ -104,7 +104,8 @@ class QueryPlan:
         # substreams also split on the implicit ones.
         self.partition_attrs = self.pattern.partition_by
         self.key_attrs = (*self.partition_attrs, *self.implicit_keys)
-        self.partitioned = bool(self.key_attrs)
+        self.partitioned = bool(self.partition_attrs)  # declared: what the fleet routes by
+        self.keyed = bool(self.key_attrs)  # the evaluator keeps one substream per key
         self.consume = unary.consume
         self.clock = clock_of(self.pattern.within, time_field)
         self.epsilon = epsilon_of(self.pattern.within)
@@ -212,7 +213,7 @@ class QueryPlan:
     def partition_key(self, event: Mapping[str, Any]) -> tuple[KeyValue, ...] | None:
         """The event's PARTITION BY values; ``()`` without PARTITION BY; None when an
         attribute is missing, null, NaN or not a scalar (the event belongs to no partition)."""
-        if not self.partitioned:
+        if not self.keyed:
             return ()
         key = []
         for attr in self.key_attrs:

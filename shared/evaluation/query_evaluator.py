@@ -95,7 +95,7 @@ class QueryEvaluator:
         if query.implicit_keys and query.clock is not None:
             self.declared = DeclaredLateness(query.partition_attrs, query.lateness_key)
         self.horizon: Horizon | None = None
-        if query.partitioned and query.clock is not None:
+        if query.keyed and query.clock is not None:
             # Only Algorithm 1's runs never outrank one another (see horizon).
             plain = query.strategy in (Strategy.ALL, Strategy.STRICT)
             self.horizon = Horizon(query.epsilon, drops_live=plain)
@@ -190,7 +190,7 @@ class QueryEvaluator:
         row: Row = RowView(columns).at if events is None else events.__getitem__
         # Restarts that couple all keys, keys of another kind, or clocks that floats
         # cannot hold exactly: row by row.
-        if query.partitioned and query.consume is Consume.ANY:
+        if query.keyed and query.consume is Consume.ANY:
             return self._rows(row, n, events, labels)
         groups = partition_groups(query.key_attrs, columns, n)
         if groups is None:
@@ -205,7 +205,7 @@ class QueryEvaluator:
                 for _, idx in groups:
                     in_partition[idx] = True
                 behind = self.horizon.batch(clocks, in_partition)
-        exact_keys = events is not None and query.partitioned
+        exact_keys = events is not None and query.keyed
         outside = 0  # late rows in no substream
         if self.declared is not None and clocks is not None:
             groups, late, outside = self.declared.split(groups, columns, clocks, n, row)
@@ -313,7 +313,7 @@ class QueryEvaluator:
         # Without PARTITION BY there is one substream: nothing to gain, and its
         # reclaimer's sweep rhythm is best left unbroken.
         horizon = self.horizon
-        if not self.query.partitioned or not sub.idle:
+        if not self.query.keyed or not sub.idle:
             if horizon is not None:
                 horizon.touch(key)
             return

@@ -32,8 +32,28 @@ TIME_FIELD = "stock_time"
 LAST_BY_EVENTS = """SELECT LAST * FROM S WHERE SELL as a ; BUY+ as b ; SELL as c
 FILTER a[name = 'DELL'] AND b[name = 'DELL'] AND c[name = 'DELL']
 WITHIN 40 EVENTS"""
-QUERIES = {"partitioned": PARTITIONED, "sliced": GLOBAL, "whole": LAST_BY_EVENTS}
-MODES = {"partitioned": "keys", "sliced": "slices", "whole": "whole"}
+# Correlations: checked at enumeration, per key and over time slices; one tying both
+# events to one name (an implicit key the backfill must not route by).
+CORRELATED_KEYS = """SELECT * FROM S WHERE SELL as a ; SELL as b
+FILTER a[name = 'INTC'] AND b[price] > a[price] * 1.01
+PARTITION BY [name] WITHIN 2000 [stock_time]"""
+CORRELATED_SLICES = """SELECT * FROM S WHERE BUY as a ; SELL as b
+FILTER a[name] = b[name] AND a[volume > 500] AND b[volume] > a[volume]
+WITHIN 1000 [stock_time]"""
+QUERIES = {
+    "partitioned": PARTITIONED,
+    "sliced": GLOBAL,
+    "whole": LAST_BY_EVENTS,
+    "correlated-keys": CORRELATED_KEYS,
+    "correlated-slices": CORRELATED_SLICES,
+}
+MODES = {
+    "partitioned": "keys",
+    "sliced": "slices",
+    "whole": "whole",
+    "correlated-keys": "keys",
+    "correlated-slices": "slices",
+}
 
 
 @pytest.fixture(scope="module")
