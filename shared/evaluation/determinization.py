@@ -80,6 +80,8 @@ class DetCEA:
                 mask = sum(1 << local[ti][a] for a in guard.atoms)
                 entry = (ti, mask, guard.negated, t.marking, t.target, exclude, t.tags)
             self._out[t.source].append(entry)
+        # Whether outputs carry tags (a correlated query): see ``step_tagged``.
+        self.tagged = any(t.tags for t in cea.transitions)
         self.states: list[frozenset[int]] = []
         self.is_final: list[bool] = []
         self._ids: dict[frozenset[int], int] = {}

@@ -27,7 +27,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import TYPE_CHECKING
 
-from cerfleet.evaluation.determinization import NONE, DetCEA
+from cerfleet.evaluation.determinization import NONE, DetCEA, TaggedStep
 
 if TYPE_CHECKING:
     import numpy as np
@@ -66,7 +66,13 @@ class Relevance:
                 found = self._det[q] = frozenset(self.letters)
                 return found
             step = self.dcea.step
-            found = self._det[q] = frozenset(v for v in self.letters if step(q, v) != (NONE, q))
+            found = frozenset(v for v in self.letters if step(q, v) != (NONE, q))
+            if self.dcea.tagged:
+                # A tagged ∘ event is kept for the correlations (evaluation.correlated):
+                # it changes the state even when it loops back to it.
+                plain: TaggedStep = ((q, False, frozenset()),)
+                found |= {v for v in self.letters if self.dcea.step_tagged(q, v) != plain}
+            self._det[q] = found
         return found
 
 
