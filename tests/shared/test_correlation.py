@@ -411,3 +411,34 @@ def test_an_equality_over_every_event_is_a_partition_key() -> None:
     # One event type left out of the chain: no key.
     partial = compile_query("SELECT * FROM S WHERE A AS a ; B AS b ; C FILTER a[k] = b[k]")
     assert partial.implicit_keys == ()
+
+
+# Every strategy × consumption × window kind, each with its own examples: the proof
+# run gives each cell 2,500 (``CERFLEET_CORRELATION_GRID_EXAMPLES=2500``); the suite
+# a few per cell, since ``test_correlations_match_oracle`` already draws them all.
+GRID_EXAMPLES = int(os.environ.get("CERFLEET_CORRELATION_GRID_EXAMPLES", "12"))
+_GRID_WINDOWS = {
+    "none": None,
+    "events": pattern.Window(pattern.WindowKind.EVENTS, 3),
+    "attribute": pattern.Window(pattern.WindowKind.ATTRIBUTE, 3, attr=TIME_FIELD),
+    "time": pattern.Window(pattern.WindowKind.TIME, 3, unit="MILLISECONDS"),
+}
+
+
+@pytest.mark.parametrize("window", sorted(_GRID_WINDOWS))
+@pytest.mark.parametrize("consume", list(pattern.Consume), ids=lambda c: c.value)
+@pytest.mark.parametrize("strategy", list(pattern.Strategy), ids=lambda s: s.value)
+@settings(
+    max_examples=GRID_EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(data=st.data())
+def test_correlation_grid_matches_oracle(
+    strategy: pattern.Strategy, consume: pattern.Consume, window: str, data: st.DataObject
+) -> None:
+    query, stream = correlated_examples(data, strategy)
+    limit = query.limit if consume is pattern.Consume.NONE else None
+    query = replace(query, consume=consume, within=_GRID_WINDOWS[window], limit=limit)
+    check_against_oracle(query, stream)
