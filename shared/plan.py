@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from cerfleet import pattern
 from cerfleet.cea.construction import compile_formula
-from cerfleet.cea.correlation import split_correlations, var_attrs
+from cerfleet.cea.correlation import split_correlations
 from cerfleet.cea.equality_keys import equality_keys
 from cerfleet.cea.predicates import compile_predicate
 from cerfleet.cea.strict import strict_product
@@ -36,6 +36,7 @@ from cerfleet.evaluation.tagged import TaggedEvaluator
 from cerfleet.evaluation.window import clock_of, epsilon_of
 from cerfleet.events.ingest import JsonDecoder
 from cerfleet.events.timestamps import parse_timestamp
+from cerfleet.pattern.walk import var_attrs
 from cerfleet.stream_qualifiers import resolve_streams
 
 if TYPE_CHECKING:
@@ -213,16 +214,7 @@ class QueryPlan:
     def partition_key(self, event: Mapping[str, Any]) -> tuple[KeyValue, ...] | None:
         """The event's PARTITION BY values; ``()`` without PARTITION BY; None when an
         attribute is missing, null, NaN or not a scalar (the event belongs to no partition)."""
-        if not self.keyed:
-            return ()
-        key = []
-        for attr in self.key_attrs:
-            value = event.get(attr)
-            # NaN is how columnar batches spell a missing number.
-            if value is None or not isinstance(value, _SCALARS) or value != value:
-                return None
-            key.append(value)
-        return tuple(key)
+        return _key(event, self.key_attrs)
 
     def visible_key(self, key: tuple[KeyValue, ...]) -> tuple[KeyValue, ...] | None:
         """A substream's key as complex events show it: the declared PARTITION BY values
@@ -233,15 +225,7 @@ class QueryPlan:
 
     def lateness_key(self, event: Mapping[str, Any]) -> tuple[KeyValue, ...] | None:
         """The declared partition an event is late in (``cea.equality_keys``)."""
-        if not self.partition_attrs:
-            return ()
-        key = []
-        for attr in self.partition_attrs:
-            value = event.get(attr)
-            if value is None or not isinstance(value, _SCALARS) or value != value:
-                return None
-            key.append(value)
-        return tuple(key)
+        return _key(event, self.partition_attrs)
 
     def check_event(self, event: Mapping[str, Any]) -> str | None:
         """Under ``DECLARE STREAM``, why the event violates the schema (None if it does not)."""
@@ -366,3 +350,16 @@ def _schema_of(query: pattern.Pattern) -> dict[str, dict[str, pattern.AttrType]]
         for event in stream.events:
             schema.setdefault(event.name, {}).update(event.attributes)
     return schema
+
+
+def _key(event: Mapping[str, Any], attrs: tuple[str, ...]) -> tuple[KeyValue, ...] | None:
+    """The event's values of ``attrs``; None when one is missing, null, NaN or not a
+    scalar (the event belongs to no partition)."""
+    key = []
+    for attr in attrs:
+        value = event.get(attr)
+        # NaN is how columnar batches spell a missing number.
+        if value is None or not isinstance(value, _SCALARS) or value != value:
+            return None
+        key.append(value)
+    return tuple(key)

@@ -26,12 +26,12 @@ it in the same instance. A correlation may not sit under a filter ``OR``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from cerfleet import pattern
 from cerfleet.cea.construction import Tagging
 from cerfleet.errors import CerfleetError
+from cerfleet.pattern.walk import as_attr, children, defines, map_var_attrs, var_attrs
 
 __all__ = [
     "Check",
@@ -39,7 +39,6 @@ __all__ = [
     "CorrelationPlan",
     "Slot",
     "split_correlations",
-    "var_attrs",
 ]
 
 
@@ -86,52 +85,6 @@ class CorrelationPlan:
         return self.tagging.variables
 
 
-def var_attrs(node: object) -> Iterator[pattern.VarAttr]:
-    """Every ``VarAttr`` in a predicate or expression."""
-    if isinstance(node, pattern.VarAttr):
-        yield node
-        return
-    for name in ("left", "right", "operand", "expr"):
-        child = getattr(node, name, None)
-        if child is not None:
-            yield from var_attrs(child)
-
-
-def _defines(phi: pattern.Formula, var: str) -> bool:
-    if isinstance(phi, pattern.EventType):
-        return phi.name == var
-    if isinstance(phi, pattern.AnyEvent):
-        return phi.var == var
-    if isinstance(phi, pattern.As) and phi.var == var:
-        return True
-    if isinstance(phi, pattern.NotEvent):
-        return False
-    if isinstance(phi, pattern.Absent):
-        return _defines(phi.left, var) or _defines(phi.right, var)
-    return any(
-        _defines(child, var)
-        for child in (getattr(phi, n, None) for n in ("formula", "left", "right"))
-        if child is not None
-    )
-
-
-def _unary(pred: pattern.Pred, var: str) -> pattern.Pred:
-    """A one-variable correlation without PREV as the unary predicate it is."""
-
-    def expr(e: pattern.Expr) -> pattern.Expr:
-        if isinstance(e, pattern.VarAttr):
-            return pattern.Attr(e.attr, e.span)
-        if isinstance(e, pattern.Arith):
-            return pattern.Arith(e.op, expr(e.left), expr(e.right), e.span)
-        if isinstance(e, pattern.Neg):
-            return pattern.Neg(expr(e.operand), e.span)
-        return e
-
-    if isinstance(pred, pattern.Compare):
-        return pattern.Compare(pred.op, expr(pred.left), expr(pred.right), pred.span)
-    raise CorrelationError(f"not a correlation predicate: {pred!r}")
-
-
 class _Splitter:
     def __init__(self) -> None:
         self.fscopes: dict[int, str] = {}  # filtered formula -> its tag
@@ -159,14 +112,10 @@ class _Splitter:
             # The stripped node stands for the filtered formula in ``_found``'s paths.
             self._replace(phi, out)
             return out
-        children = {
-            name: self.strip(child, here)
-            for name in ("formula", "left", "right")
-            if isinstance(child := getattr(phi, name, None), _FORMULAS)
-        }
+        stripped = {name: self.strip(child, here) for name, child in children(phi)}
         # Always a new node: tags are given by identity, and a front-end may share one
         # node object between two places of its formula.
-        out = type(phi)(**{**phi.__dict__, **children})
+        out = type(phi)(**{**phi.__dict__, **stripped})
         self._replace(phi, out)
         return out
 
@@ -183,7 +132,8 @@ class _Splitter:
             refs = list(var_attrs(theta.pred))
             names = {r.var for r in refs}
             if len(names) == 1 and all(r.back == 0 for r in refs):
-                return pattern.FilterAtom(next(iter(names)), _unary(theta.pred, ""), theta.span)
+                unary = map_var_attrs(theta.pred, as_attr)
+                return pattern.FilterAtom(next(iter(names)), unary, theta.span)
             if under_or:
                 raise CorrelationError(
                     _at(theta.span) + "a correlation cannot be one side of a filter OR: "
@@ -231,7 +181,7 @@ class _Splitter:
         has_inner = False
         for var, pair in by_var.items():
             self.variables.add(var)
-            if _defines(filtered, var):
+            if defines(filtered, var):
                 has_inner = True
                 slots.append(Slot(var, pair, True, scope, plus_tags))
                 continue
@@ -240,7 +190,7 @@ class _Splitter:
                     _at(corr.span) + f"PREV({var}) needs {var} bound inside the formula "
                     "the FILTER applies to"
                 )
-            owner = next((i for i in range(len(path) - 2, -1, -1) if _defines(path[i], var)), None)
+            owner = next((i for i in range(len(path) - 2, -1, -1) if defines(path[i], var)), None)
             if owner is None:
                 raise CorrelationError(_at(corr.span) + f"variable {var} is bound nowhere")
             outer_pluses = tuple(self._plus_tag(p) for p in path[:owner] if isinstance(p, _PLUSES))
@@ -251,20 +201,6 @@ class _Splitter:
         self.checks.append(Check(corr.pred, tuple(slots), plus_tags, corr.span))
 
 
-_FORMULAS = (
-    pattern.EventType,
-    pattern.As,
-    pattern.Seq,
-    pattern.Or,
-    pattern.And,
-    pattern.Plus,
-    pattern.Filter,
-    pattern.Contiguous,
-    pattern.ContiguousPlus,
-    pattern.NotEvent,
-    pattern.Absent,
-    pattern.AnyEvent,
-)
 _PLUSES = (pattern.Plus, pattern.ContiguousPlus)
 
 

@@ -26,19 +26,12 @@ import dataclasses
 from collections.abc import Iterator
 
 from cerfleet import pattern
+from cerfleet.pattern.walk import children, defines, subformulas
 
 __all__ = ["equality_keys"]
 
 _READS_THE_STREAM = (pattern.Contiguous, pattern.ContiguousPlus, pattern.Absent, pattern.NotEvent)
 _PLUSES = (pattern.Plus, pattern.ContiguousPlus)
-
-
-def _nodes(phi: pattern.Formula) -> Iterator[pattern.Formula]:
-    yield phi
-    for name in ("formula", "left", "right"):
-        child = getattr(phi, name, None)
-        if child is not None and not isinstance(child, str):
-            yield from _nodes(child)
 
 
 def _always(phi: pattern.Formula) -> set[str]:
@@ -61,23 +54,14 @@ def _always(phi: pattern.Formula) -> set[str]:
 def _in_plus(phi: pattern.Formula) -> set[str]:
     """Variables defined somewhere under a ``+`` of ``phi``."""
     out: set[str] = set()
-    for node in _nodes(phi):
+    for node in subformulas(phi):
         if isinstance(node, _PLUSES):
-            for inner in _nodes(node.formula):
+            for inner in subformulas(node.formula):
                 if isinstance(inner, pattern.EventType):
                     out.add(inner.name)
                 elif isinstance(inner, pattern.As):
                     out.add(inner.var)
     return out
-
-
-def _defines(phi: pattern.Formula, var: str) -> bool:
-    return any(
-        (isinstance(n, pattern.EventType) and n.name == var)
-        or (isinstance(n, pattern.As) and n.var == var)
-        or (isinstance(n, pattern.AnyEvent) and n.var == var)
-        for n in _nodes(phi)
-    )
 
 
 def _equality(corr: pattern.Correlation) -> tuple[str, str, str] | None:
@@ -111,15 +95,12 @@ def _candidates(
             eq = _equality(atom)
             if eq is None or not {eq[1], eq[2]} <= always:
                 continue
-            inner = [v for v in eq[1:] if _defines(phi.formula, v)]
+            inner = [v for v in eq[1:] if defines(phi.formula, v)]
             outer_in_plus = any(v in plus_vars for v in eq[1:] if v not in inner)
             if outer_in_plus or (pluses and len(inner) > 1):
                 continue
             yield atom, eq
-    for name in ("formula", "left", "right"):
-        child = getattr(phi, name, None)
-        if child is None or isinstance(child, str):
-            continue
+    for _, child in children(phi):
         yield from _candidates(
             child,
             pluses + isinstance(phi, _PLUSES),
@@ -138,10 +119,8 @@ def _leaves(phi: pattern.Formula, above: frozenset[str] = frozenset()) -> Iterat
     elif isinstance(phi, pattern.As):
         yield from _leaves(phi.formula, above | {phi.var})
     else:
-        for name in ("formula", "left", "right"):
-            child = getattr(phi, name, None)
-            if child is not None and not isinstance(child, str):
-                yield from _leaves(child, above)
+        for _, child in children(phi):
+            yield from _leaves(child, above)
 
 
 def _component(edges: list[tuple[str, str]], start: str) -> set[str]:
@@ -165,7 +144,7 @@ def _eligible_query(form: pattern.Pattern) -> bool:
         return False
     if form.consume is pattern.Consume.PARTITION and form.partition_by:
         return False
-    return not any(isinstance(n, _READS_THE_STREAM) for n in _nodes(form.where))
+    return not any(isinstance(n, _READS_THE_STREAM) for n in subformulas(form.where))
 
 
 def equality_keys(form: pattern.Pattern) -> tuple[pattern.Pattern, tuple[str, ...]]:
@@ -198,13 +177,9 @@ def equality_keys(form: pattern.Pattern) -> tuple[pattern.Pattern, tuple[str, ..
 
 
 def _without(phi: pattern.Formula, used: set[int]) -> pattern.Formula:
-    children = {
-        name: _without(child, used)
-        for name in ("formula", "left", "right")
-        if (child := getattr(phi, name, None)) is not None and not isinstance(child, str)
-    }
-    if children:
-        phi = dataclasses.replace(phi, **children)  # type: ignore[arg-type]
+    rebuilt = {name: _without(child, used) for name, child in children(phi)}
+    if rebuilt:
+        phi = dataclasses.replace(phi, **rebuilt)  # type: ignore[arg-type]
     if isinstance(phi, pattern.Filter):
         rest = _drop(phi.filter, used)
         return phi.formula if rest is None else dataclasses.replace(phi, filter=rest)

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import NoReturn
 
 from cerfleet import pattern
+from cerfleet.pattern.walk import var_attrs
 
 Fail = Callable[[str, pattern.Span | None, str | None], NoReturn]
 
@@ -17,16 +18,6 @@ def correlations(filter_: pattern.FilterExpr) -> Iterator[pattern.Correlation]:
     elif not isinstance(filter_, pattern.FilterAtom):
         yield from correlations(filter_.left)
         yield from correlations(filter_.right)
-
-
-def var_attrs(node: object) -> Iterator[pattern.VarAttr]:
-    if isinstance(node, pattern.VarAttr):
-        yield node
-        return
-    for name in ("left", "right", "operand"):
-        child = getattr(node, name, None)
-        if child is not None:
-            yield from var_attrs(child)
 
 
 def check_correlations(

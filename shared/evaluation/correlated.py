@@ -26,10 +26,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from cerfleet import pattern
-from cerfleet.cea.correlation import Check, CorrelationPlan, Slot, var_attrs
+from cerfleet.cea.correlation import Check, CorrelationPlan, Slot
 from cerfleet.cea.predicates import Predicate, compile_predicate
 from cerfleet.complex_event import ComplexEvent
 from cerfleet.evaluation.tecs import BOTTOM, OUTPUT, Node, TaggedNode
+from cerfleet.pattern.walk import map_var_attrs, var_attrs
 
 Event = Mapping[str, Any]
 # A fixed event: (position, event, tags, iteration number per ``+`` tag it lies in).
@@ -60,19 +61,7 @@ class _CompiledCheck:
 def _renamed(pred: pattern.Pred) -> pattern.Pred:
     """The predicate with each ``x[attr]`` read as the attribute ``x\\0back\\0attr`` of one
     row: the unary predicate compiler then gives correlations the same comparisons."""
-
-    def expr(e: pattern.Expr) -> pattern.Expr:
-        if isinstance(e, pattern.VarAttr):
-            return pattern.Attr(_name(e.var, e.back, e.attr), e.span)
-        if isinstance(e, pattern.Arith):
-            return pattern.Arith(e.op, expr(e.left), expr(e.right), e.span)
-        if isinstance(e, pattern.Neg):
-            return pattern.Neg(expr(e.operand), e.span)
-        return e
-
-    if isinstance(pred, pattern.Compare):
-        return pattern.Compare(pred.op, expr(pred.left), expr(pred.right), pred.span)
-    raise TypeError(f"not a correlation predicate: {pred!r}")
+    return map_var_attrs(pred, lambda r: pattern.Attr(_name(r.var, r.back, r.attr), r.span))
 
 
 class Correlator:
