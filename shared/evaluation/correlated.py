@@ -100,7 +100,8 @@ class Correlator:
                                 self.pruned += 1
                                 break
                             ok = False
-                            arrived = self._fix(node, items, counters)
+                            arrived = self._arrive(node, items, counters, check=False)
+                            assert arrived is not None
                         items, counters = arrived
                         if node.marked:
                             marked = (node.pos, node.event, marked)  # type: ignore[assignment]
@@ -115,9 +116,10 @@ class Correlator:
                     node = node.left  # type: ignore[assignment]
 
     def _arrive(
-        self, node: TaggedNode, items: Items, counters: Counters
+        self, node: TaggedNode, items: Items, counters: Counters, *, check: bool = True
     ) -> tuple[Items, Counters] | None:
-        """Fix ``node``'s event on the branch: None if a correlation fails."""
+        """Fix ``node``'s event on the branch: None if a correlation fails (``check``:
+        False fixes it unchecked, for enumerate-then-filter)."""
         tags = node.tags
         count = dict(counters)
         ids = {t[1:]: count.get(t[1:], 0) for t in tags if t.startswith("@p")}
@@ -126,20 +128,9 @@ class Correlator:
                 count["p" + t[2:]] = count.get("p" + t[2:], 0) + 1
         item: Item = (node.pos, node.event, tags, ids)  # type: ignore[assignment]
         fixed: Items = (item, items)
-        for check in self.checks:
-            if not self._holds_with(check, item, fixed):
-                return None
+        if check and not all(self._holds_with(c, item, fixed) for c in self.checks):
+            return None
         return fixed, tuple(sorted(count.items()))
-
-    def _fix(self, node: TaggedNode, items: Items, counters: Counters) -> tuple[Items, Counters]:
-        """Fix the event without checking (enumerate-then-filter past a violation)."""
-        checks, self.checks = self.checks, []
-        try:
-            arrived = self._arrive(node, items, counters)
-        finally:
-            self.checks = checks
-        assert arrived is not None
-        return arrived
 
     def _holds_with(self, compiled: _CompiledCheck, item: Item, fixed: Items) -> bool:
         check = compiled.check
