@@ -36,6 +36,21 @@ def _reject_constant(name: str) -> Any:
     raise BadRecord(f"not valid JSON: {name} is not allowed")
 
 
+def _integer(text: str) -> int | float:
+    """An integer as orjson reads it: exact within 64 bits (signed or unsigned), a
+    float beyond, so that a value decodes alike whichever decoder took its line (a
+    line may fall back to the stdlib for another of its values). Beyond a float's
+    range orjson refuses the line; the stdlib keeps the exact integer."""
+    value = int(text)
+    if -(2**63) <= value < 2**64:
+        return value
+    try:
+        approx = float(value)
+    except OverflowError:
+        return value
+    return approx if approx not in (float("inf"), float("-inf")) else value
+
+
 def loads(raw: bytes | str) -> Any:
     """The JSON value of one record, as every reader of cerfleet decodes it (``BadRecord``
     when it is not JSON)."""
@@ -53,7 +68,7 @@ def loads(raw: bytes | str) -> Any:
         except UnicodeDecodeError as err:
             raise BadRecord(f"not valid UTF-8 (byte {err.start + 1})") from None
     try:
-        return json.loads(raw, parse_constant=_reject_constant)
+        return json.loads(raw, parse_constant=_reject_constant, parse_int=_integer)
     except json.JSONDecodeError as err:
         raise BadRecord(f"not valid JSON: {err.msg} (column {err.colno})") from None
     except RecursionError:

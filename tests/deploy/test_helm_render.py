@@ -23,6 +23,7 @@ import orjson
 import pytest
 import yaml
 
+from cerfleet.bounds import DEFAULT_MAX_OUTPUTS_PER_EVENT
 from cerfleet.fleet.registry import QuerySpec
 from cerfleet.fleet.settings import FleetSettings
 from tests.deploy.artefacts import (
@@ -479,13 +480,14 @@ def test_the_submit_job_compares_with_what_it_would_submit() -> None:
         for a in (parse_cli(argv) for argv in cerfleet_lines(script) if argv[0] == "submit")
     }
     assert len(checks) == len(submits) == len(load_values(values_file)["queries"])
-    for name, path, output, type_field, time_field, *inputs in checks:
+    for name, path, output, type_field, time_field, cap, *inputs in checks:
         args = submits[name]
-        assert (path, output, type_field, time_field, inputs) == (
+        assert (path, output, type_field, time_field, int(cap), inputs) == (
             args.query,
             args.output_topic,
             args.type_field,
             args.time_field,
+            args.max_outputs_per_event,
             args.input_topic,
         )
 
@@ -502,8 +504,14 @@ def test_the_submit_job_leaves_a_query_registered_as_values_say_alone(tmp_path: 
     query = tmp_path / "q.ceql"
     text = "SELECT * FROM S WHERE SELL ; BUY PARTITION BY [name]"
     query.write_text(text, encoding="utf-8")
+    # As `cerfleet submit` registers it: with the output cap (its default here).
     spec = QuerySpec(
-        name="q", ceql=text, input_topics=("a", "b"), output_topic="o", type_field="kind"
+        name="q",
+        ceql=text,
+        input_topics=("a", "b"),
+        output_topic="o",
+        type_field="kind",
+        max_outputs_per_event=DEFAULT_MAX_OUTPUTS_PER_EVENT,
     )
     # The line format of `cerfleet queries` (coordinator/cli.py).
     registered.write_bytes(orjson.dumps({"version": 7, **spec.model_dump()}) + b"\n")
@@ -515,12 +523,14 @@ def test_the_submit_job_leaves_a_query_registered_as_values_say_alone(tmp_path: 
         assert run.returncode in (0, 1), run.stderr
         return run.returncode == 0
 
-    assert unchanged("q", str(query), "o", "kind", "timestamp", "a", "b")
-    assert not unchanged("q", str(query), "o", "kind", "timestamp", "a")  # inputs differ
-    assert not unchanged("q", str(query), "o", "type", "timestamp", "a", "b")  # type field
-    assert not unchanged("r", str(query), "o", "kind", "timestamp", "a", "b")  # another name
+    cap = str(DEFAULT_MAX_OUTPUTS_PER_EVENT)
+    assert unchanged("q", str(query), "o", "kind", "timestamp", cap, "a", "b")
+    assert not unchanged("q", str(query), "o", "kind", "timestamp", cap, "a")  # inputs differ
+    assert not unchanged("q", str(query), "o", "type", "timestamp", cap, "a", "b")  # type field
+    assert not unchanged("r", str(query), "o", "kind", "timestamp", cap, "a", "b")  # name
+    assert not unchanged("q", str(query), "o", "kind", "timestamp", "20", "a", "b")  # output cap
     query.write_text(text + " WITHIN 10 [ts]", encoding="utf-8")
-    assert not unchanged("q", str(query), "o", "kind", "timestamp", "a", "b")  # new text
+    assert not unchanged("q", str(query), "o", "kind", "timestamp", cap, "a", "b")  # new text
 
 
 # -- the backfill Job -----------------------------------------------------------------
