@@ -70,8 +70,9 @@ class Tagging:
 
 
 def is_tag(label: str) -> bool:
-    """Scope and iteration tags start with a character no variable name can."""
-    return label[:1] in ("@", "^")
+    """Scope, binding-place and iteration tags start with a character no variable name
+    can."""
+    return label[:1] in ("@", "#", "^")
 
 
 class _Builder:

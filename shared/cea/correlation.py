@@ -31,7 +31,14 @@ from dataclasses import dataclass, field
 from cerfleet import pattern
 from cerfleet.cea.construction import Tagging
 from cerfleet.errors import CerfleetError
-from cerfleet.pattern.walk import as_attr, children, defines, map_var_attrs, var_attrs
+from cerfleet.pattern.walk import (
+    as_attr,
+    children,
+    defines,
+    map_var_attrs,
+    subformulas,
+    var_attrs,
+)
 
 __all__ = [
     "Check",
@@ -62,6 +69,9 @@ class Slot:
     inner: bool
     scope: str | None
     pluses: tuple[str, ...]
+    # The tags of the places binding ``var`` that count: those inside the formula whose
+    # instance the slot takes its events from (an ``AS var`` around it binds others).
+    defs: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -88,6 +98,7 @@ class CorrelationPlan:
 class _Splitter:
     def __init__(self) -> None:
         self.fscopes: dict[int, str] = {}  # filtered formula -> its tag
+        self.dscopes: dict[int, str] = {}  # a place binding a correlated variable -> its tag
         self.pscopes: dict[int, str] = {}  # a + around a correlation -> its tag
         self.iterations: dict[int, str] = {}
         self.variables: set[str] = set()
@@ -161,6 +172,18 @@ class _Splitter:
             tag = self.fscopes[id(node)] = self.tag("@f")
         return tag
 
+    def _defs(self, scope: pattern.Formula, var: str) -> frozenset[str]:
+        """Tags of the places under ``scope`` that bind ``var``."""
+        out = set()
+        for node in subformulas(scope):
+            named = node.name if isinstance(node, pattern.EventType) else getattr(node, "var", None)
+            if named == var and isinstance(node, pattern.EventType | pattern.As | pattern.AnyEvent):
+                tag = self.dscopes.get(id(node))
+                if tag is None:
+                    tag = self.dscopes[id(node)] = self.tag("#d")
+                out.add(tag)
+        return frozenset(out)
+
     def _plus_tag(self, node: pattern.Formula) -> str:
         tag = self.pscopes.get(id(node))
         if tag is None:
@@ -183,7 +206,7 @@ class _Splitter:
             self.variables.add(var)
             if defines(filtered, var):
                 has_inner = True
-                slots.append(Slot(var, pair, True, scope, plus_tags))
+                slots.append(Slot(var, pair, True, scope, plus_tags, self._defs(filtered, var)))
                 continue
             if pair:
                 raise CorrelationError(
@@ -195,7 +218,8 @@ class _Splitter:
                 raise CorrelationError(_at(corr.span) + f"variable {var} is bound nowhere")
             outer_pluses = tuple(self._plus_tag(p) for p in path[:owner] if isinstance(p, _PLUSES))
             outer_scope = None if owner == 0 else self._scope_tag(path[owner])
-            slots.append(Slot(var, False, False, outer_scope, outer_pluses))
+            defs = self._defs(path[owner], var)
+            slots.append(Slot(var, False, False, outer_scope, outer_pluses, defs))
         if not has_inner:
             slots.append(Slot(None, False, True, scope, plus_tags))
         self.checks.append(Check(corr.pred, tuple(slots), plus_tags, corr.span))
@@ -217,7 +241,7 @@ def split_correlations(form: pattern.Pattern) -> tuple[pattern.Pattern, Correlat
         return _with(form, where), None
     splitter.plan()
     scopes: dict[int, frozenset[str]] = {}
-    for table in (splitter.fscopes, splitter.pscopes):
+    for table in (splitter.fscopes, splitter.pscopes, splitter.dscopes):
         for node, tag in table.items():
             scopes[node] = scopes.get(node, frozenset()) | {tag}
     tagging = Tagging(scopes, splitter.iterations, frozenset(splitter.variables))

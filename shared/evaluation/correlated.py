@@ -150,8 +150,8 @@ class Correlator:
 
 def _fits(slot: Slot, item: Item) -> bool:
     tags = item[2]
-    if slot.var is not None and slot.var not in tags:
-        return False
+    if slot.var is not None and slot.defs.isdisjoint(tags):
+        return False  # not bound to the variable by a place the slot counts
     return slot.scope is None or slot.scope in tags
 
 

@@ -442,3 +442,12 @@ def test_correlation_grid_matches_oracle(
     limit = query.limit if consume is pattern.Consume.NONE else None
     query = replace(query, consume=consume, within=_GRID_WINDOWS[window], limit=limit)
     check_against_oracle(query, stream)
+
+
+def test_an_outer_variable_counts_only_its_bindings_inside_the_formula_defining_it() -> None:
+    """``u`` is bound by the OR's left branch and by an ``AS u`` around everything; the
+    correlation in the right branch takes ``u`` from the OR's instance, where the right
+    branch binds no ``u``: nothing to compare, so it holds (the AS around it does not
+    count)."""
+    text = "SELECT * FROM S WHERE ((A FILTER A[x] = B[x]) AS u OR (B ; B FILTER B[x] = u[x])) AS u"
+    assert _run(text, [{"type": "B"}, {"type": "B", "x": 0}]) == [(0, 1)]
