@@ -20,8 +20,10 @@ from typing import Any, BinaryIO
 from cerfleet.clock_check import ClockCheck
 from cerfleet.complex_event import ComplexEvent
 from cerfleet.evaluation.query_evaluator import QueryEvaluator
+from cerfleet.events import prefetch
 from cerfleet.events.columns import columns_of
 from cerfleet.events.csv_reader import parse_csv
+from cerfleet.events.ingest import Batch
 from cerfleet.events.line_batches import DEFAULT_MAX_BYTES, line_batches
 from cerfleet.events.reader import detect_format
 from cerfleet.events.records import Malformed, MalformedEvent
@@ -88,24 +90,54 @@ def steps(
     if detect_format(source, format) == "csv":
         yield from _csv_steps(query, evaluator, source, strict)
         return
-    decoder = query.json_decoder
+    decode = functools.partial(_json_batches, query, source, strict, max_bytes)
+    batches = prefetch.prefetched(decode) if _worth_a_process(source, max_bytes) else decode()
     clocks = ClockCheck(query)
-    for lines in line_batches(_reader(source), max_bytes=max_bytes):
-        batch = decoder.decode(lines.lines, lines.numbers)
-        stop: tuple[int, str] | None = None
-        if strict and batch.problems:
-            stop = batch.problems[0]
-            keep = [i for i, n in enumerate(lines.numbers) if n < stop[0]]
-            batch = decoder.decode([lines.lines[i] for i in keep], [lines.numbers[i] for i in keep])
+    for batch, bytes_read, stop in batches:
         base = evaluator.position
         found = evaluator.process_columns(batch.columns, events=batch.events)
         reports = [*batch.problems, *((batch.lines[r], LATE) for r in evaluator.late_rows)]
         reports += _cuts(evaluator, batch.lines, base)
         reports += clocks.batch(batch.columns, batch.lines)
         reports.sort(key=lambda report: report[0])
-        yield Step(found, reports, len(batch), len(batch.problems), lines.bytes_read, clocks)
+        yield Step(found, reports, len(batch), len(batch.problems), bytes_read, clocks)
         if stop is not None:
             raise MalformedEvent(*stop)
+
+
+def _json_batches(
+    query: QueryPlan, source: BinaryIO, strict: bool, max_bytes: int
+) -> Iterator[tuple[Batch, int, tuple[int, str] | None]]:
+    """The decoded batches of a JSON Lines input, the bytes read after each, and under
+    ``strict`` the first record that is not an event (the batch then ends before it,
+    and the input with it)."""
+    decoder = query.json_decoder
+    for lines in line_batches(_reader(source), max_bytes=max_bytes):
+        batch = decoder.decode(lines.lines, lines.numbers)
+        if strict and batch.problems:
+            stop = batch.problems[0]
+            keep = [i for i, n in enumerate(lines.numbers) if n < stop[0]]
+            batch = decoder.decode([lines.lines[i] for i in keep], [lines.numbers[i] for i in keep])
+            yield batch, lines.bytes_read, stop
+            return
+        yield batch, lines.bytes_read, None
+
+
+def _worth_a_process(source: BinaryIO, max_bytes: int) -> bool:
+    """Decode in a second process (``events.prefetch``): a regular file of more than a
+    few batches, when the platform can fork."""
+    if not prefetch.enabled():
+        return False
+    try:
+        info = os.fstat(source.fileno())
+    except (OSError, ValueError, AttributeError):
+        return False
+    # From the current offset: what is left to read.
+    try:
+        left = info.st_size - os.lseek(source.fileno(), 0, os.SEEK_CUR)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and left > 4 * max_bytes
 
 
 def _csv_steps(

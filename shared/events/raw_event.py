@@ -10,11 +10,12 @@ the output be written from the bytes the event arrived as, never re-encoded.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import accumulate
 from typing import Any, overload
 
 from cerfleet.events.jsonl import loads
 
-__all__ = ["RawEvent", "RawEvents"]
+__all__ = ["RawEvent", "RawEvents", "Records"]
 
 
 class RawEvent(Mapping[str, Any]):
@@ -65,7 +66,12 @@ class RawEvent(Mapping[str, Any]):
 
 class RawEvents(Sequence[RawEvent]):
     """The events of a batch, made on first access: most rows are never looked at one
-    by one, so most never become Python objects."""
+    by one, so most never become Python objects.
+
+    Pickled (a batch sent from the decoding process, ``events.prefetch``), the records
+    travel as one bytes object and the decoded values stay behind: the few events
+    looked at one by one decode their bytes again, to the same values.
+    """
 
     __slots__ = ("_names", "_raws", "_values")
 
@@ -89,3 +95,40 @@ class RawEvents(Sequence[RawEvent]):
         # A copy of the row's values: a held event never keeps its whole batch alive.
         known = {name: column[i] for name, column in zip(self._names, self._values, strict=True)}
         return RawEvent(self._raws[i], known)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        raws = self._raws
+        if type(raws) is not Records:
+            raws = Records(b"".join(raws), list(accumulate(map(len, raws))))
+        return (RawEvents, (raws, {}))
+
+
+class Records(Sequence[bytes]):
+    """Records stored end to end in one bytes object; ``ends[i]``: where record ``i``
+    ends. Pickles as those two, not as one object per record."""
+
+    __slots__ = ("_data", "_ends")
+
+    def __init__(self, data: bytes, ends: list[int]) -> None:
+        self._data = data
+        self._ends = ends
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    @overload
+    def __getitem__(self, i: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[bytes]: ...
+
+    def __getitem__(self, i: int | slice) -> bytes | Sequence[bytes]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        ends = self._ends
+        if i < 0:
+            i += len(ends)
+        return self._data[ends[i - 1] if i else 0 : ends[i]]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Records, (self._data, self._ends))

@@ -35,6 +35,10 @@ class MalformedEvent(EventError):
         where = f"{source}:{line}" if source else f"line {line}"
         super().__init__(f"{where}: {reason}")
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Raised in the decoding process too (``events.prefetch``): pickled whole.
+        return (MalformedEvent, (self.line, self.reason, self.source))
+
 
 def json_kind(value: object) -> str:
     """The JSON name of a decoded value's type, for messages."""

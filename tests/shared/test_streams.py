@@ -18,6 +18,7 @@ from cerfleet import pattern
 from cerfleet.ceql.printer import to_ceql
 from cerfleet.events.jsonl import loads
 from cerfleet.events.reader import EventReader
+from cerfleet.events.records import MalformedEvent
 from cerfleet.output import json_lines
 from cerfleet.query import CompiledQuery, compile_query
 from cerfleet.streams import LATE, steps
@@ -150,3 +151,39 @@ def test_a_record_cut_short_is_reported_where_it_breaks_off() -> None:
     _, columnar_reports, _ = _columnar_path(query, data, 1 << 20)
     want = [(1, "not valid JSON: Expecting ',' delimiter (column 44)")]
     assert row_reports == columnar_reports == want
+
+
+@settings(max_examples=min(MAX_EXAMPLES, 100), deadline=None, database=None)
+@given(
+    query=queries(strategies=tuple(pattern.Strategy), consumes=tuple(pattern.Consume)),
+    data=inputs(),
+    max_bytes=st.integers(1, 64),
+    strict=st.booleans(),
+)
+def test_a_file_decoded_in_a_second_process_gives_what_inline_decoding_gives(
+    query: pattern.Pattern, data: bytes, max_bytes: int, strict: bool, tmp_path_factory: Any
+) -> None:
+    # A file of more than four batches is decoded in a forked child (events.prefetch);
+    # an in-memory stream inline.
+    compiled = compile_query(to_ceql(query), time_field=TIME_FIELD)
+    path = tmp_path_factory.mktemp("prefetch") / "events.jsonl"
+    path.write_bytes(data)
+
+    def run(source: Any) -> tuple[list[Any], list[Any], Any]:
+        found: list[Any] = []
+        reports: list[Any] = []
+        try:
+            for step in steps(
+                compiled, compiled.evaluator(), source, max_bytes=max_bytes, strict=strict
+            ):
+                found += step.complex_events
+                reports += step.reports
+        except MalformedEvent as err:
+            return found, reports, (err.line, err.reason)
+        return found, reports, None
+
+    with open(path, "rb") as f:
+        got = run(f)
+    want = run(io.BytesIO(data))
+    assert got[1:] == want[1:]
+    assert json_lines(got[0]) == json_lines(want[0])
