@@ -27,9 +27,12 @@ def _event(event: Mapping[str, Any]) -> bytes:
 
 
 def json_line(ce: ComplexEvent) -> bytes:
+    return _line(ce, b",".join(map(_event, ce.events)))
+
+
+def _line(ce: ComplexEvent, events: bytes) -> bytes:
     positions = ",".join(map(str, ce.positions)).encode()
     key = b"null" if ce.key is None else _encode(list(ce.key)).encode()
-    events = b",".join(map(_event, ce.events))
     return b'{"start":%d,"end":%d,"positions":[%b],"key":%b,"events":[%b]}\n' % (
         ce.start,
         ce.end,
@@ -40,4 +43,16 @@ def json_line(ce: ComplexEvent) -> bytes:
 
 
 def json_lines(complex_events: Iterable[ComplexEvent]) -> bytes:
-    return b"".join(map(json_line, complex_events))
+    # Complex events ending at nearby events share most of their events: each event
+    # that must be encoded (one read from CSV, say) is encoded once per call.
+    encoded: dict[int, bytes] = {}
+
+    def event(e: Mapping[str, Any]) -> bytes:
+        if type(e) is RawEvent:
+            return e.raw
+        text = encoded.get(id(e))
+        if text is None:
+            text = encoded[id(e)] = _event(e)
+        return text
+
+    return b"".join(_line(ce, b",".join(map(event, ce.events))) for ce in complex_events)

@@ -22,6 +22,7 @@ from cerfleet.complex_event import ComplexEvent
 from cerfleet.evaluation.query_evaluator import QueryEvaluator
 from cerfleet.events import prefetch
 from cerfleet.events.columns import columns_of
+from cerfleet.events.csv_columns import csv_batches
 from cerfleet.events.csv_reader import parse_csv
 from cerfleet.events.ingest import Batch
 from cerfleet.events.line_batches import DEFAULT_MAX_BYTES, line_batches
@@ -88,9 +89,14 @@ def steps(
         )
         return
     if detect_format(source, format) == "csv":
-        yield from _csv_steps(query, evaluator, source, strict)
-        return
-    decode = functools.partial(_json_batches, query, source, strict, max_bytes)
+        if strict or not _is_file(source):
+            yield from _csv_steps(query, evaluator, source, strict)
+            return
+        decode: Callable[[], Iterator[_Decoded]] = functools.partial(
+            _csv_batches, query, source, max_bytes
+        )
+    else:
+        decode = functools.partial(_json_batches, query, source, strict, max_bytes)
     batches = prefetch.prefetched(decode) if _worth_a_process(source, max_bytes) else decode()
     clocks = ClockCheck(query)
     for batch, bytes_read, stop in batches:
@@ -105,9 +111,27 @@ def steps(
             raise MalformedEvent(*stop)
 
 
+# A decoded batch, the input's bytes read after it (None: unknown), and under strict
+# the record that ends the input.
+_Decoded = tuple[Batch, int | None, tuple[int, str] | None]
+
+
+def _csv_batches(query: QueryPlan, source: BinaryIO, max_bytes: int) -> Iterator[_Decoded]:
+    decoder = query.json_decoder
+    for batch, bytes_read in csv_batches(
+        _reader(source),
+        decoder.attributes,
+        query.type_field,
+        check=decoder.check,
+        check_attributes=decoder.names,
+        max_bytes=max_bytes,
+    ):
+        yield batch, bytes_read, None
+
+
 def _json_batches(
     query: QueryPlan, source: BinaryIO, strict: bool, max_bytes: int
-) -> Iterator[tuple[Batch, int, tuple[int, str] | None]]:
+) -> Iterator[_Decoded]:
     """The decoded batches of a JSON Lines input, the bytes read after each, and under
     ``strict`` the first record that is not an event (the batch then ends before it,
     and the input with it)."""
@@ -182,10 +206,10 @@ def _csv_steps(
     yield flush()
 
 
-_Decoded = tuple[list[Mapping[str, Any]], list[int], list[tuple[int, str]], int | None]
+_Rows = tuple[list[Mapping[str, Any]], list[int], list[tuple[int, str]], int | None]
 
 
-def _decoded(query: QueryPlan, source: BinaryIO, format: str, max_bytes: int) -> Iterator[_Decoded]:
+def _decoded(query: QueryPlan, source: BinaryIO, format: str, max_bytes: int) -> Iterator[_Rows]:
     """Batches of ``(events, their lines, records that are not events, bytes read)``."""
     if detect_format(source, format) == "csv":
         live = not _is_file(source)

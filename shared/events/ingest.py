@@ -107,6 +107,11 @@ class JsonDecoder:
         self._decode_one = msgspec.json.Decoder(struct).decode
         self._getters = {name: attrgetter(f"f{i}") for i, name in enumerate(names)}
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every attribute decoded: the columns' and those the schema check reads."""
+        return self._names
+
     def decode(self, records: Sequence[bytes], lines: Sequence[int] | None = None) -> Batch:
         """The batch of ``records`` (non-blank JSON texts, each one record); ``lines``
         numbers them for messages (default 1, 2, …)."""
