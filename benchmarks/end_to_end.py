@@ -3,7 +3,7 @@ alone and a read-and-decode-only pass over the same file.
 
     python -m benchmarks.end_to_end                        # 1M stock events, 3 runs
     python -m benchmarks.end_to_end --events 200000 --runs 5
-    python -m benchmarks.end_to_end --memory-events 10000000   # also peak memory at 10M
+    python -m benchmarks.end_to_end --memory-events 1000000 10000000   # peak memory
 
 Per query (the CORE paper's S3 and Q7, and S3 at four times its window for a large
 output): events/s of ``cerfleet run`` on JSON Lines and on CSV (wall clock of the
@@ -32,6 +32,8 @@ from typing import Any
 from benchmarks import datasets, queries
 from benchmarks.measure import Spec, run_in_subprocess
 
+ONE_PROCESS = "CERFLEET_DECODE_PROCESS"  # =0: decode in the evaluating process
+
 
 def _s3_at(window: int) -> str:
     # S3 as written, its window multiplied: many more complex events per event.
@@ -58,11 +60,22 @@ def write_files(folder: Path, n: int) -> tuple[Path, Path]:
     return jsonl, csv_path
 
 
-def timed(argv: list[str], out: Path) -> dict[str, float]:
-    """Wall seconds, peak RSS (MiB) and bytes written of one process."""
+def environment(**extra: str) -> dict[str, str]:
+    """The commands' environment: bytecode cached as an installed package has it (in a
+    folder of its own, so nothing is written beside the sources), plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.setdefault("PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "cerfleet-pyc"))
+    return {**env, **extra}
+
+
+def timed(argv: list[str], out: Path, env: dict[str, str] | None = None) -> dict[str, float]:
+    """Wall seconds, peak RSS (MiB; of the evaluating process) and bytes written of one
+    process."""
     with open(out, "wb") as sink:
         start = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            argv, stdout=sink, stderr=subprocess.DEVNULL, env=env or environment()
+        )
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
     if status != 0:
@@ -71,20 +84,28 @@ def timed(argv: list[str], out: Path) -> dict[str, float]:
 
 
 def decode_only(path: Path, query: str) -> float:
-    """Seconds to read and decode ``path`` into the query's columns, nothing evaluated."""
+    """Seconds to read and decode ``path`` (JSON Lines or CSV) into the query's columns
+    in one process, nothing evaluated."""
     code = (
         "import sys,time,io;from cerfleet.query import compile_query;"
         "from cerfleet.events.line_batches import line_batches;"
+        "from cerfleet.events.csv_columns import csv_batches;"
         "q=compile_query(open(sys.argv[1]).read());d=q.json_decoder;t=time.perf_counter();"
         "f=open(sys.argv[2],'rb');n=0\n"
-        "for b in line_batches(f.raw.read):\n n+=len(d.decode(b.lines,b.numbers))\n"
+        "if sys.argv[2].endswith('.csv'):\n"
+        " for b,_ in csv_batches(f.raw.read,d.attributes,q.type_field):\n  n+=len(b)\n"
+        "else:\n"
+        " for b in line_batches(f.raw.read):\n  n+=len(d.decode(b.lines,b.numbers))\n"
         "print(time.perf_counter()-t)"
     )
     with tempfile.NamedTemporaryFile("w", suffix=".ceql", delete=False) as qf:
         qf.write(query)
     try:
         out = subprocess.run(
-            [sys.executable, "-c", code, qf.name, str(path)], check=True, capture_output=True
+            [sys.executable, "-c", code, qf.name, str(path)],
+            check=True,
+            capture_output=True,
+            env=environment(),
         )
     finally:
         os.unlink(qf.name)
@@ -114,12 +135,19 @@ def measure(n: int, runs: int, folder: Path) -> dict[str, Any]:
             }
         with open(folder / "out.jsonl", "rb") as f:
             row["complex_events"] = sum(1 for _ in f)
+        # What the second core gives: the same run with decoding in the one process.
+        one_core = environment(**{ONE_PROCESS: "0"})
+        inline = [timed([*cli, str(jsonl)], folder / "o", one_core) for _ in range(runs)]
+        row["jsonl_one_process_events_per_s"] = n / median([s["seconds"] for s in inline])
         jl = row["jsonl"]
         jl["complex_events_per_s"] = row["complex_events"] / jl["seconds"]
         jl["mb_written_per_s"] = jl["bytes_written"] / jl["seconds"] / 1e6
         engine = [run_in_subprocess(Spec("stock", n, text, path="columns")) for _ in range(runs)]
         row["engine_events_per_s"] = median([r.rate for r in engine if r is not None])
         row["decode_events_per_s"] = n / median([decode_only(jsonl, text) for _ in range(runs)])
+        row["csv_decode_events_per_s"] = n / median(
+            [decode_only(csv_path, text) for _ in range(runs)]
+        )
         row["end_to_end_over_engine"] = jl["events_per_s"] / row["engine_events_per_s"]
         results["queries"][name] = row
         print(name, json.dumps(row), flush=True)
@@ -131,7 +159,11 @@ def memory(n: int, folder: Path) -> dict[str, float]:
     qfile = folder / "S3.ceql"
     qfile.write_text(QUERIES["S3"], encoding="utf-8")
     s = timed([sys.executable, "-m", "cerfleet.cli", "run", str(qfile), str(jsonl)], folder / "o")
-    return {"events": n, "peak_mib": s["peak_mib"], "seconds": s["seconds"]}
+    return {"events": n, "peak_mib": s["peak_mib"], "seconds": s["seconds"], "load": load()}
+
+
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def markdown(results: dict[str, Any], extra: list[dict[str, float]]) -> str:
@@ -141,25 +173,41 @@ def markdown(results: dict[str, Any], extra: list[dict[str, float]]) -> str:
         "",
         f"{n:,} synthetic stock events (`benchmarks.datasets.stock`, seed 1), median of "
         f"{results['runs']} runs, each a fresh process, output written to a file. "
-        "`run` figures include process start. Engine: `process_columns` on pre-built "
-        "64k-row columns. Decode: the ingestion layer alone over the JSON Lines.",
+        "`run` figures include process start (bytecode cached, as installed). Run: "
+        "decoding in a forked second process; one process: `CERFLEET_DECODE_PROCESS=0`. "
+        "Engine: `process_columns` on pre-built 64k-row columns. Decode: the ingestion "
+        "layer alone, one process, nothing evaluated. Peak MiB: the evaluating process. "
+        f"Load average (1, 5, 15 min) at the start: {results.get('load_start', '?')}, "
+        f"at the end: {results.get('load_end', '?')}.",
         "",
-        "| query | complex events | run JSONL ev/s | run CSV ev/s | engine ev/s | decode ev/s "
-        "| run / engine | complex events/s | MB/s written | peak MiB |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| query | complex events | run JSONL ev/s | one process | run CSV ev/s "
+        "| engine ev/s | decode JSONL | decode CSV | run / engine | complex events/s "
+        "| MB/s written | peak MiB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, row in results["queries"].items():
         jl = row["jsonl"]
         lines.append(
             f"| {name} | {row['complex_events']:,} | {jl['events_per_s']:,.0f} "
+            f"| {row['jsonl_one_process_events_per_s']:,.0f} "
             f"| {row['csv']['events_per_s']:,.0f} | {row['engine_events_per_s']:,.0f} "
-            f"| {row['decode_events_per_s']:,.0f} | {row['end_to_end_over_engine']:.2f} "
+            f"| {row['decode_events_per_s']:,.0f} | {row['csv_decode_events_per_s']:,.0f} "
+            f"| {row['end_to_end_over_engine']:.2f} "
             f"| {jl['complex_events_per_s']:,.0f} | {jl['mb_written_per_s']:.1f} "
             f"| {jl['peak_mib']:.0f} |"
         )
     if extra:
-        lines += ["", "| events | peak MiB | seconds |", "|---|---|---|"]
-        lines += [f"| {m['events']:,} | {m['peak_mib']:.0f} | {m['seconds']:.1f} |" for m in extra]
+        lines += [
+            "",
+            "Peak memory of `cerfleet run S3 FILE` (JSON Lines, one run each):",
+            "",
+            "| events | peak MiB | seconds | load average |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| {m['events']:,} | {m['peak_mib']:.0f} | {m['seconds']:.1f} | {m['load']} |"
+            for m in extra
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -170,15 +218,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--memory-events", type=int, nargs="*", default=[])
     parser.add_argument("--data", type=Path, help="folder for the generated files (kept)")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
+    parser.add_argument("--name", default="end_to_end", help="results file name (no suffix)")
     args = parser.parse_args(argv)
     folder = args.data or Path(tempfile.mkdtemp(prefix="cerfleet-e2e-"))
     folder.mkdir(parents=True, exist_ok=True)
+    start = load()
     results = measure(args.events, args.runs, folder)
     extra = [memory(m, folder) for m in args.memory_events]
+    results["load_start"], results["load_end"] = start, load()
     results["memory"] = extra
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "end_to_end.json").write_text(json.dumps(results, indent=2) + "\n")
-    (args.out / "end_to_end.md").write_text(markdown(results, extra))
+    (args.out / f"{args.name}.json").write_text(json.dumps(results, indent=2) + "\n")
+    (args.out / f"{args.name}.md").write_text(markdown(results, extra))
     print(markdown(results, extra))
 
 
