@@ -41,6 +41,7 @@ _FLOATS = re.compile(rf"(?:{_FLOAT.pattern}\n)*{_FLOAT.pattern}")
 # run over a line break here: that finds more cells, never fewer, and more only sends
 # the column through the cell-by-cell path.
 _TYPED = re.compile(rf"(?mi)^\s*(?:{_INT.pattern}|{_FLOAT.pattern}|true|false)\s*$")
+_DIGIT = re.compile(r"\d")
 _BOM = b"\xef\xbb\xbf"
 _NEWLINE, _COMMA = ord("\n"), ord(",")
 
@@ -217,8 +218,14 @@ def _typed(cells: Sequence[str]) -> list[Any]:
         return list(map(int, cells))
     if _FLOATS.fullmatch(joined):
         return list(map(float, cells))
-    if "" not in cells and not _TYPED.search(joined):
-        return list(cells)
+    if "" not in cells:
+        # Every int or float holds a digit; "true"/"false" are found as the row reader
+        # finds them (lower-cased). Text without either is text: no slower search.
+        lowered = joined.lower()
+        if not _DIGIT.search(joined) and "true" not in lowered and "false" not in lowered:
+            return list(cells)
+        if not _TYPED.search(joined):
+            return list(cells)
     return [None if c == "" else convert_value(c) for c in cells]
 
 
