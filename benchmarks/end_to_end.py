@@ -190,7 +190,8 @@ def markdown(results: dict[str, Any], extra: list[dict[str, float]]) -> str:
         "`run` figures include process start (bytecode cached, as installed). Run: "
         "decoding in a forked second process; one process: `CERFLEET_DECODE_PROCESS=0`. "
         "Engine: `process_columns` on pre-built 64k-row columns. Decode: the ingestion "
-        "layer alone, one process, nothing evaluated. Peak MiB: the evaluating process. "
+        "layer alone, one process, nothing evaluated. Peak MiB: the larger of the "
+        "evaluating process and its decoding child. "
         f"Load average (1, 5, 15 min) at the start: {results.get('load_start', '?')}, "
         f"at the end: {results.get('load_end', '?')}.",
         "",
