@@ -12,14 +12,17 @@ import argparse
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from cerfleet.errors import CEQLError, EventError
-from cerfleet.rdf.instants import instants
+from cerfleet.rdf.instants import KEY, instants
 from cerfleet.rdf.terms import Graph, index
 from cerfleet.rdf.trig import RdfEvent, read_trig
+
+if TYPE_CHECKING:
+    from cerfleet.spaseq.syntax import Query
 
 __all__ = ["results", "run_rdf"]
 
@@ -54,9 +57,16 @@ def results(
     text: str,
     streams: Sequence[tuple[str, Sequence[RdfEvent]]],
     background: dict[str, Graph] | None = None,
+    *,
+    correlate: bool = False,
+    partition: bool = True,
 ) -> Iterator[dict[str, Any]]:
     """The result rows of the SPAseq query ``text`` over named event lists, in time
-    order (rows ending at one instant: distinct, sorted)."""
+    order (rows ending at one instant: distinct, sorted). ``partition``: route the
+    instants by a variable every GPM binds, when the query allows it; ``correlate``:
+    the engine also checks shared variables and stateful filters as correlations (off
+    by default: measured slower than the output stage alone, README). Either way the
+    output stage checks them exactly."""
     from cerfleet.query import CompiledQuery
     from cerfleet.spaseq.check import parse
     from cerfleet.spaseq.output import Rows
@@ -69,17 +79,56 @@ def results(
             raise ValueError(
                 f"stream {name} is not declared by FROM STREAM (declared: {', '.join(declared)})"
             )
-    compiled = CompiledQuery.from_pattern(to_pattern(query), text=text, language="spaseq")
+    form = to_pattern(query, correlate=correlate, partition=partition)
+    compiled = CompiledQuery.from_pattern(form, text=text, language="spaseq")
     evaluator = compiled.evaluator()
     rows = Rows(query)
+    keys = _Keys(query) if form.partition_by else None
     merged, _ = instants(streams, background)
+    owner: list[int] = []  # evaluator position -> index of its instant in ``merged``
     for i, instant in enumerate(merged):
         found: dict[bytes, dict[str, Any]] = {}
-        for complex_event in evaluator.process(instant, i):
-            for row in rows.rows(complex_event.positions, merged):
-                found.setdefault(orjson.dumps(row, option=orjson.OPT_SORT_KEYS), row)
+        for event in [instant] if keys is None else keys.copies(instant):
+            owner.append(i)
+            for complex_event in evaluator.process(event, len(owner) - 1):
+                at = [owner[p] for p in complex_event.positions]
+                for row in rows.rows(at, merged):
+                    found.setdefault(orjson.dumps(row, option=orjson.OPT_SORT_KEYS), row)
         for key in sorted(found):
             yield found[key]
+
+
+class _Keys:
+    """The instants routed by the values of the variable every GPM binds: an instant
+    whose GPMs bind it to several values goes to each of those keys (its copies share
+    the solutions; a result is found under its own value, and rows are deduplicated),
+    one that binds it to none matches no GPM and goes nowhere."""
+
+    def __init__(self, query: Query) -> None:
+        from cerfleet.cea.graph_match import compile_graph_match
+        from cerfleet.cea.predicates import compile_predicate
+        from cerfleet.spaseq.correlations import partition_variable
+        from cerfleet.spaseq.syntax import refs
+        from cerfleet.spaseq.translate import gpm_pred
+
+        var = partition_variable(query)
+        assert var is not None
+        self.var = var
+        names = {n for e in query.elements for n in refs(e.bop)}
+        self.matches = [
+            compile_graph_match(gpm_pred(query.gpms[n]), compile_predicate) for n in sorted(names)
+        ]
+
+    def copies(self, instant: dict[str, Any]) -> list[dict[str, Any]]:
+        values: dict[tuple[str, Any], Any] = {}
+        for match in self.matches:
+            for solution in match(instant):  # also writes the exports into the instant
+                value = solution[self.var]
+                values.setdefault((type(value).__name__, value), value)
+        if len(values) == 1:
+            instant[KEY] = next(iter(values.values()))
+            return [instant]
+        return [{**instant, KEY: value} for value in values.values()]
 
 
 def run_rdf(args: argparse.Namespace, text: str) -> int:
