@@ -1,4 +1,5 @@
-"""``cerfleet run QUERY.rq --stream NAME=FILE ...``: a SPAseq query over TriG files.
+"""``cerfleet run QUERY.rq --stream NAME=FILE ...``: a SPAseq or RSEP-QL query over
+TriG files.
 
 The files are bound to the query's ``FROM STREAM NAME`` streams and merged in time
 order (ties: the order of the ``--stream`` options, then file order) into instants;
@@ -9,6 +10,7 @@ and ``time``, the timestamp of the result's last event.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["results", "run_rdf"]
 
 EXIT_OK = 0
+_NAMES = {"spaseq": "SPAseq", "rsepql": "RSEP-QL"}
 EXIT_USAGE = 2
 
 
@@ -98,6 +101,46 @@ def results(
             yield found[key]
 
 
+def rsepql_results(
+    text: str,
+    streams: Sequence[tuple[str, Sequence[RdfEvent]]],
+) -> Iterator[dict[str, Any]]:
+    """The result rows of the RSEP-QL query ``text``, pushed at each instant (rows
+    ending at one instant: distinct, sorted). A ``--stream`` name is the stream's IRI
+    as declared by ``FROM NAMED`` or its local name (after the last ``/``, ``#`` or
+    ``:``)."""
+    from cerfleet.query import CompiledQuery
+    from cerfleet.rsepql.output import Rows as RsepqlRows
+    from cerfleet.rsepql.parser import parse as parse_rsepql
+    from cerfleet.rsepql.translate import to_pattern as rsepql_pattern
+
+    query = parse_rsepql(text)
+    declared = {w.stream for w in query.windows.values()}
+    by_name: dict[str, str] = {}
+    for iri in declared:
+        by_name[iri] = iri
+        by_name.setdefault(re.split(r"[/#:]", iri)[-1], iri)
+    named: list[tuple[str, Sequence[RdfEvent]]] = []
+    for name, events in streams:
+        if name not in by_name:
+            raise ValueError(
+                f"stream {name} is not declared by FROM NAMED (declared: "
+                f"{', '.join(sorted(declared))})"
+            )
+        named.append((by_name[name], events))
+    form = rsepql_pattern(query)
+    evaluator = CompiledQuery.from_pattern(form, text=text, language="rsepql").evaluator()
+    rows = RsepqlRows(query)
+    merged, _ = instants(named)
+    for i, instant in enumerate(merged):
+        found: dict[bytes, dict[str, Any]] = {}
+        for complex_event in evaluator.process(instant, i):
+            for row in rows.rows(complex_event.positions, merged):
+                found.setdefault(orjson.dumps(row, option=orjson.OPT_SORT_KEYS), row)
+        for key in sorted(found):
+            yield found[key]
+
+
 class _Keys:
     """The instants routed by the values of the variable every GPM binds: an instant
     whose GPMs bind it to several values goes to each of those keys (its copies share
@@ -131,8 +174,8 @@ class _Keys:
         return [{**instant, KEY: value} for value in values.values()]
 
 
-def run_rdf(args: argparse.Namespace, text: str) -> int:
-    """``cerfleet run`` for a SPAseq query; returns the exit code."""
+def run_rdf(args: argparse.Namespace, text: str, language: str = "spaseq") -> int:
+    """``cerfleet run`` for a SPAseq or RSEP-QL query; returns the exit code."""
     try:
         pairs = _pairs(args.stream or [], "stream")
         bg_pairs = _pairs(args.background or [], "background")
@@ -140,7 +183,7 @@ def run_rdf(args: argparse.Namespace, text: str) -> int:
         print(err, file=sys.stderr)
         return EXIT_USAGE
     if not pairs:
-        print("a SPAseq query reads --stream NAME=FILE options", file=sys.stderr)
+        print(f"a {_NAMES[language]} query reads --stream NAME=FILE options", file=sys.stderr)
         return EXIT_USAGE
     streams: list[tuple[str, Sequence[RdfEvent]]] = []
     try:
@@ -156,7 +199,12 @@ def run_rdf(args: argparse.Namespace, text: str) -> int:
     out = sys.stdout.buffer
     count = 0
     try:
-        for row in results(text, streams, background):
+        found = (
+            rsepql_results(text, streams)
+            if language == "rsepql"
+            else results(text, streams, background)
+        )
+        for row in found:
             out.write(orjson.dumps(row) + b"\n")
             count += 1
     except CEQLError as err:
