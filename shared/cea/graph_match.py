@@ -132,6 +132,7 @@ def compile_graph_match(
     keep = compile_filter(gm.filter) if gm.filter is not None else None
     own = compile_triples(gm.triples)
     joined = compile_triples(gm.background_triples)
+    optional = [compile_triples(group) for group in gm.optional]
     stream, background, export = gm.stream, gm.background, gm.export
     # The cache key: the pattern's text, hashed once here (hashing the node per event
     # would cost more than matching a small graph).
@@ -148,6 +149,8 @@ def compile_graph_match(
             out = own(graph, [{}])
             if out and background is not None:
                 out = joined(event[BACKGROUND].get(background, _Empty), out)
+            for left_join in optional:  # ⟦P⟧ ⟕ ⟦Q⟧: the extensions, else the mapping
+                out = [ext for m in out for ext in (left_join(graph, [m]) or [m])]
             if keep is not None:
                 out = [m for m in out if keep(m)]
         cache[key] = out

@@ -201,6 +201,9 @@ class GraphMatch:
     ``name``). The solutions are computed once per event, whatever the number of runs
     that look at it; the output stage reads them back.
 
+    ``optional``: groups of triple patterns left-joined (SPARQL's OPTIONAL), in order,
+    after the other patterns and before ``filter``.
+
     ``export``: when set, each variable that has one value in every solution is also
     written into the event as the attribute ``export + name`` (a variable whose
     solutions disagree gets none), so that correlations (``VarAttr``) can compare the
@@ -213,6 +216,7 @@ class GraphMatch:
     background: str | None = None
     background_triples: tuple[TriplePattern, ...] = ()
     export: str | None = None
+    optional: tuple[tuple[TriplePattern, ...], ...] = ()
     span: Span | None = _span()
 
 

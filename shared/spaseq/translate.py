@@ -49,6 +49,7 @@ def gpm_pred(gpm: s.Gpm) -> pattern.GraphMatch:
         gpm.background,
         gpm.background_triples,
         export=export_prefix(gpm.name),
+        optional=gpm.optional,
         span=gpm.span,
     )
 
@@ -64,7 +65,7 @@ def _independent(element: s.Element, gpms: dict[str, s.Gpm], earlier: set[str]) 
     if not isinstance(element.bop, s.Ref):
         return False
     gpm = gpms[element.bop.name]
-    return not gpm.stateful and not (gpm.variables() & earlier)
+    return not gpm.stateful and not (gpm.all_variables() & earlier)
 
 
 def to_pattern(
@@ -95,7 +96,7 @@ def to_pattern(
             else:
                 formula = pattern.Seq(formula, one)
         for name in s.refs(element.bop):
-            earlier |= query.gpms[name].variables()
+            earlier |= query.gpms[name].all_variables()
     assert formula is not None
     if correlate:
         theta: pattern.FilterExpr | None = None
