@@ -133,6 +133,7 @@ def compile_graph_match(
     own = compile_triples(gm.triples)
     joined = compile_triples(gm.background_triples)
     optional = [compile_triples(group) for group in gm.optional]
+    absent = [compile_triples(group) for group in gm.absent]
     stream, background, export = gm.stream, gm.background, gm.export
     # The cache key: the pattern's text, hashed once here (hashing the node per event
     # would cost more than matching a small graph).
@@ -151,6 +152,8 @@ def compile_graph_match(
                 out = joined(event[BACKGROUND].get(background, _Empty), out)
             for left_join in optional:  # ⟦P⟧ ⟕ ⟦Q⟧: the extensions, else the mapping
                 out = [ext for m in out for ext in (left_join(graph, [m]) or [m])]
+            for exists in absent:  # FILTER NOT EXISTS: no extension of the solution
+                out = [m for m in out if not exists(graph, [m])]
             if keep is not None:
                 out = [m for m in out if keep(m)]
         cache[key] = out

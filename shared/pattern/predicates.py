@@ -202,7 +202,9 @@ class GraphMatch:
     that look at it; the output stage reads them back.
 
     ``optional``: groups of triple patterns left-joined (SPARQL's OPTIONAL), in order,
-    after the other patterns and before ``filter``.
+    after the other patterns and before ``filter``; ``absent``: groups that must have
+    no match extending a solution (SPARQL's ``FILTER NOT EXISTS``), checked with
+    ``filter``.
 
     ``export``: when set, each variable that has one value in every solution is also
     written into the event as the attribute ``export + name`` (a variable whose
@@ -217,6 +219,7 @@ class GraphMatch:
     background_triples: tuple[TriplePattern, ...] = ()
     export: str | None = None
     optional: tuple[tuple[TriplePattern, ...], ...] = ()
+    absent: tuple[tuple[TriplePattern, ...], ...] = ()
     span: Span | None = _span()
 
 

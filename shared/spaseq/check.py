@@ -135,6 +135,7 @@ def _gpm(text: str, name: str, stream: str, body: list[Any], span: Span | None) 
     bg_iri: str | None = None
     bg_triples: list[pattern.TriplePattern] = []
     optional: list[tuple[pattern.TriplePattern, ...]] = []
+    absent: list[tuple[pattern.TriplePattern, ...]] = []
     for kind, value in body:
         if kind == "triple":
             triples.append(value)
@@ -143,6 +144,8 @@ def _gpm(text: str, name: str, stream: str, body: list[Any], span: Span | None) 
         elif kind == "optional":
             if value:
                 optional.append(value)
+        elif kind == "not_exists":
+            absent.append(value)
         else:
             if bg_iri is not None:
                 raise error(text, f"GPM {name} has more than one GRAPH block", span)
@@ -165,4 +168,5 @@ def _gpm(text: str, name: str, stream: str, body: list[Any], span: Span | None) 
         tuple(bg_triples),
         span,
         tuple(optional),
+        tuple(absent),
     )

@@ -166,6 +166,9 @@ class _ToSyntax(Transformer[Token, Any]):
     def optional(self, meta: Meta, c: list[Any]) -> tuple[str, Any]:
         return "optional", tuple(t for _, t in c)
 
+    def not_exists(self, meta: Meta, c: list[Any]) -> tuple[str, Any]:
+        return "not_exists", tuple(t for _, t in c)
+
     def background(self, meta: Meta, c: list[Any]) -> tuple[str, Any]:
         return "background", (c[0].value, c[1:])
 

@@ -51,7 +51,7 @@ class Gpm:
     ``local`` holds the filters over the GPM's own variables; ``stateful`` those that
     also read variables bound by earlier elements (checked on the joined mappings);
     ``optional`` the ``OPTIONAL { … }`` groups, left-joined after the other patterns
-    and before the filters."""
+    and before the filters; ``absent`` the ``FILTER NOT EXISTS { … }`` groups."""
 
     name: str
     stream: str
@@ -62,6 +62,7 @@ class Gpm:
     background_triples: tuple[pattern.TriplePattern, ...]
     span: Span | None = None
     optional: tuple[tuple[pattern.TriplePattern, ...], ...] = ()
+    absent: tuple[tuple[pattern.TriplePattern, ...], ...] = ()
 
     def variables(self) -> frozenset[str]:
         """The variables the GPM's triples bind in every solution (not those only an

@@ -50,6 +50,7 @@ def gpm_pred(gpm: s.Gpm) -> pattern.GraphMatch:
         gpm.background_triples,
         export=export_prefix(gpm.name),
         optional=gpm.optional,
+        absent=gpm.absent,
         span=gpm.span,
     )
 

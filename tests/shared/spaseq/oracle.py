@@ -24,6 +24,7 @@ class Gpm:
     local: tuple[tuple[str, str, int], ...] = ()  # ?var op constant
     stateful: tuple[tuple[str, str, str], ...] = ()  # ?var op ?earlier
     optional: tuple[tuple[Triple, ...], ...] = ()  # OPTIONAL { ... } groups, in order
+    absent: tuple[tuple[Triple, ...], ...] = ()  # FILTER NOT EXISTS { ... } groups
 
     def variables(self) -> set[str]:
         return {t for tr in self.triples for t in tr if isinstance(t, str) and t[0] == "?"}
@@ -101,6 +102,9 @@ class _Eval:
                 joined = [{**x, **y} for x in found for y in right if _compatible(x, y)]
                 alone = [x for x in found if not any(_compatible(x, y) for y in right)]
                 found = joined + [x for x in alone if x not in joined]
+            for group in g.absent:  # no solution of the group compatible with μ
+                right = _bgp(group, graph)
+                found = [x for x in found if not any(_compatible(x, y) for y in right)]
             sols = [m for m in found if all(_holds(m.get(v), op, c) for v, op, c in g.local)]
             if sols:
                 out.append((t, [(m, g) for m in sols]))

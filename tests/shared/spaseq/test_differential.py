@@ -75,7 +75,12 @@ def gpms(draw: st.DrawFn, name: str, earlier: set[str]) -> Gpm:
         s = draw(st.sampled_from(["?x", "?y"]))
         o = draw(st.sampled_from(["?w" + name, "?z"]))
         optional = (((s, draw(st.sampled_from(PREDICATES)), o),),)
-    return Gpm(name, gpm.stream, gpm.triples, local, stateful, optional)
+    absent: tuple[tuple[tuple[str | int, str | int, str | int], ...], ...] = ()
+    if draw(st.integers(0, 4)) == 0:
+        s = draw(st.sampled_from(["?x", "?y", "?v"]))
+        o = draw(st.sampled_from([own_o, "?v", 1, 2]))
+        absent = (((s, draw(st.sampled_from(PREDICATES)), o),),)
+    return Gpm(name, gpm.stream, gpm.triples, local, stateful, optional, absent)
 
 
 @st.composite
@@ -135,6 +140,9 @@ def render(q: Query) -> str:
         for group in g.optional:
             inner = " ".join(f"{_term(s)} {_term(p)} {_term(o)} ." for s, p, o in group)
             filters.append(f"OPTIONAL {{ {inner} }}")
+        for group in g.absent:
+            inner = " ".join(f"{_term(s)} {_term(p)} {_term(o)} ." for s, p, o in group)
+            filters.append(f"FILTER NOT EXISTS {{ {inner} }}")
         lines.append(f"  DEFINE GPM {g.name} ON {g.stream} {{ {body} {' '.join(filters)} }}")
     lines.append("}")
     return "\n".join(lines)
