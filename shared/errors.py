@@ -61,3 +61,8 @@ class MatchRecognizeError(CEQLError):
 class SpaseqError(CEQLError):
     """A SPAseq query that cannot be compiled: reported like CEQL's (line, column,
     carets, what was expected), and caught wherever ``CEQLError`` is."""
+
+
+class RsepqlError(CEQLError):
+    """An RSEP-QL query that cannot be compiled, or that uses what the engine does not
+    support: reported like CEQL's (line, column, carets, what was expected)."""

@@ -24,6 +24,7 @@ FRONTENDS: dict[str, str] = {
     "ceql": "cerfleet.ceql.parser:parse_and_check",
     "match_recognize": "cerfleet.match_recognize.translate:parse_and_check",
     "spaseq": "cerfleet.spaseq.translate:parse_and_check",
+    "rsepql": "cerfleet.rsepql.translate:parse_and_check",
 }
 
 # Languages whose output is not the complex events themselves: "module:function"
@@ -35,6 +36,7 @@ WRITERS: dict[str, str] = {
 DEFAULT = "ceql"
 _MATCH_RECOGNIZE = re.compile(r"\bMATCH_RECOGNIZE\b", re.IGNORECASE)
 _SPASEQ = re.compile(r"\bDEFINE\s+GPM\b", re.IGNORECASE)
+_RSEPQL = re.compile(r"\bEVENT\s+ON\b", re.IGNORECASE)
 
 
 def frontend(language: str) -> Frontend:
@@ -51,9 +53,12 @@ def frontend(language: str) -> Frontend:
 
 def detect(text: str) -> str:
     """The language of a query text: MATCH_RECOGNIZE when it uses the keyword, SPAseq
-    when it defines a GPM (CEQL has neither), else the default."""
+    when it defines a GPM, RSEP-QL when it has an ``EVENT ON`` window (CEQL has none
+    of them), else the default."""
     if _SPASEQ.search(text):
         return "spaseq"
+    if _RSEPQL.search(text):
+        return "rsepql"
     return "match_recognize" if _MATCH_RECOGNIZE.search(text) else DEFAULT
 
 

@@ -32,7 +32,7 @@ OVERSIZE: dict[str, int] = {}
 SERVICES = ("cerfleet.coordinator", "cerfleet.workers")
 # Not the engine: they may use Kafka, Spark and the services.
 NOT_ENGINE = ("cerfleet.fleet", "cerfleet.cli", *SERVICES)
-FRONTENDS = ("cerfleet.ceql", "cerfleet.match_recognize", "cerfleet.spaseq")
+FRONTENDS = ("cerfleet.ceql", "cerfleet.match_recognize", "cerfleet.spaseq", "cerfleet.rsepql")
 # The compiler and evaluator: they may import the pattern form, never a front-end.
 COMPILER = ("cerfleet.pattern", "cerfleet.plan", "cerfleet.cea", "cerfleet.evaluation")
 HEAVY = ("confluent_kafka", "pyspark", "pyarrow")

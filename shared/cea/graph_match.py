@@ -115,6 +115,15 @@ def _distinct(mappings: list[Solution]) -> list[Solution]:
     return out
 
 
+def _export(event: Mapping[str, Any], prefix: str, solutions: list[Solution]) -> None:
+    """The variables with one value in every solution, as attributes of the event (an
+    instant is a plain dict, like the solution cache it already carries)."""
+    first = solutions[0]
+    for name, value in first.items():
+        if all(name in m and _same(m[name], value) for m in solutions[1:]):
+            event[prefix + name] = value  # type: ignore[index]
+
+
 def compile_graph_match(
     gm: pattern.GraphMatch, compile_filter: Callable[[pattern.Pred], Callable[[Any], bool]]
 ) -> Callable[[Mapping[str, Any]], list[Solution]]:
@@ -123,7 +132,9 @@ def compile_graph_match(
     keep = compile_filter(gm.filter) if gm.filter is not None else None
     own = compile_triples(gm.triples)
     joined = compile_triples(gm.background_triples)
-    stream, background = gm.stream, gm.background
+    optional = [compile_triples(group) for group in gm.optional]
+    absent = [compile_triples(group) for group in gm.absent]
+    stream, background, export = gm.stream, gm.background, gm.export
     # The cache key: the pattern's text, hashed once here (hashing the node per event
     # would cost more than matching a small graph).
     key = repr(gm)
@@ -139,9 +150,15 @@ def compile_graph_match(
             out = own(graph, [{}])
             if out and background is not None:
                 out = joined(event[BACKGROUND].get(background, _Empty), out)
+            for left_join in optional:  # ⟦P⟧ ⟕ ⟦Q⟧: the extensions, else the mapping
+                out = [ext for m in out for ext in (left_join(graph, [m]) or [m])]
+            for exists in absent:  # FILTER NOT EXISTS: no extension of the solution
+                out = [m for m in out if not exists(graph, [m])]
             if keep is not None:
                 out = [m for m in out if keep(m)]
         cache[key] = out
+        if export is not None and out:
+            _export(event, export, out)
         return out
 
     return evaluate

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,11 +31,12 @@ def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "explain",
         help="show a query's automaton, predicates and output bounds",
-        description="Compile the CEQL query in QUERY and describe it: automaton size, "
+        description="Compile the query in QUERY (CEQL, MATCH_RECOGNIZE, SPAseq or RSEP-QL, "
+        "told apart as cerfleet run does) and describe it: automaton size, "
         "predicates, PARTITION BY keys, window, strategy, and whether one event's "
         "complex events can grow exponentially.",
     )
-    parser.add_argument("query", metavar="QUERY", help="file holding the CEQL query")
+    parser.add_argument("query", metavar="QUERY", help="file holding the query")
     parser.add_argument("--type-field", default="type", help="attribute holding the event type")
     parser.add_argument(
         "--time-field", default="timestamp", help="attribute holding the event time"
@@ -50,8 +52,12 @@ def explain(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as err:
         print(f"{args.query}: cannot read query file: {err}", file=sys.stderr)
         return EXIT_USAGE
+    from cerfleet.languages import detect
+
     try:
-        compiled = compile_query(text, type_field=args.type_field, time_field=args.time_field)
+        compiled = compile_query(
+            text, type_field=args.type_field, time_field=args.time_field, language=detect(text)
+        )
     except CEQLError as err:
         print(f"{args.query}: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -70,7 +76,7 @@ def describe(compiled: CompiledQuery) -> list[str]:
     lines = [f"automaton: {automaton_size(compiled)}"]
     preds = compiled.atom_predicates
     lines.append(f"predicates: {len(preds)}")
-    lines += [f"  [{i}] {format_predicate(p)}" for i, p in enumerate(preds)]
+    lines += [f"  [{i}] {_predicate(p, format_predicate)}" for i, p in enumerate(preds)]
     lines.append(f"event types: {', '.join(sorted(compiled.cea.event_types())) or '(none)'}")
     lines.append(f"partition by: {', '.join(form.partition_by) or '(none)'}")
     lines += _correlations(compiled)
@@ -117,6 +123,26 @@ def _correlations(compiled: CompiledQuery) -> list[str]:
     )
     lines += [f"  {format_predicate(check.pred)}" for check in plan.checks]
     return lines
+
+
+def _predicate(pred: pattern.Pred, fmt: Callable[[pattern.Pred], str]) -> str:
+    """A predicate as CEQL prints it, with an RDF graph-pattern match (SPAseq's GPM,
+    RSEP-QL's BEP) summarised: its stream, triple patterns, filter and background."""
+    from cerfleet import pattern
+
+    if isinstance(pred, pattern.GraphMatch):
+        text = f"GRAPH MATCH on {pred.stream}: {len(pred.triples)} triple pattern(s)"
+        if pred.filter is not None:
+            text += f" FILTER {_predicate(pred.filter, fmt)}"
+        if pred.background is not None:
+            text += f", joined with <{pred.background}> ({len(pred.background_triples)})"
+        return f"[{text}]"
+    if isinstance(pred, pattern.PNot):
+        return f"NOT ({_predicate(pred.operand, fmt)})"
+    if isinstance(pred, pattern.PAnd | pattern.POr):
+        word = "AND" if isinstance(pred, pattern.PAnd) else "OR"
+        return f"({_predicate(pred.left, fmt)} {word} {_predicate(pred.right, fmt)})"
+    return fmt(pred)
 
 
 def _window(window: pattern.Window | None) -> str:

@@ -1,4 +1,5 @@
-"""``cerfleet run QUERY.rq --stream NAME=FILE ...``: a SPAseq query over TriG files.
+"""``cerfleet run QUERY.rq --stream NAME=FILE ...``: a SPAseq or RSEP-QL query over
+TriG files.
 
 The files are bound to the query's ``FROM STREAM NAME`` streams and merged in time
 order (ties: the order of the ``--stream`` options, then file order) into instants;
@@ -9,21 +10,26 @@ and ``time``, the timestamp of the result's last event.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from cerfleet.errors import CEQLError, EventError
-from cerfleet.rdf.instants import instants
+from cerfleet.rdf.instants import KEY, instants
 from cerfleet.rdf.terms import Graph, index
 from cerfleet.rdf.trig import RdfEvent, read_trig
+
+if TYPE_CHECKING:
+    from cerfleet.spaseq.syntax import Query
 
 __all__ = ["results", "run_rdf"]
 
 EXIT_OK = 0
+_NAMES = {"spaseq": "SPAseq", "rsepql": "RSEP-QL"}
 EXIT_USAGE = 2
 
 
@@ -54,9 +60,16 @@ def results(
     text: str,
     streams: Sequence[tuple[str, Sequence[RdfEvent]]],
     background: dict[str, Graph] | None = None,
+    *,
+    correlate: bool = False,
+    partition: bool = True,
 ) -> Iterator[dict[str, Any]]:
     """The result rows of the SPAseq query ``text`` over named event lists, in time
-    order (rows ending at one instant: distinct, sorted)."""
+    order (rows ending at one instant: distinct, sorted). ``partition``: route the
+    instants by a variable every GPM binds, when the query allows it; ``correlate``:
+    the engine also checks shared variables and stateful filters as correlations (off
+    by default: measured slower than the output stage alone, README). Either way the
+    output stage checks them exactly."""
     from cerfleet.query import CompiledQuery
     from cerfleet.spaseq.check import parse
     from cerfleet.spaseq.output import Rows
@@ -69,10 +82,56 @@ def results(
             raise ValueError(
                 f"stream {name} is not declared by FROM STREAM (declared: {', '.join(declared)})"
             )
-    compiled = CompiledQuery.from_pattern(to_pattern(query), text=text, language="spaseq")
+    form = to_pattern(query, correlate=correlate, partition=partition)
+    compiled = CompiledQuery.from_pattern(form, text=text, language="spaseq")
     evaluator = compiled.evaluator()
     rows = Rows(query)
+    keys = _Keys(query) if form.partition_by else None
     merged, _ = instants(streams, background)
+    owner: list[int] = []  # evaluator position -> index of its instant in ``merged``
+    for i, instant in enumerate(merged):
+        found: dict[bytes, dict[str, Any]] = {}
+        for event in [instant] if keys is None else keys.copies(instant):
+            owner.append(i)
+            for complex_event in evaluator.process(event, len(owner) - 1):
+                at = [owner[p] for p in complex_event.positions]
+                for row in rows.rows(at, merged):
+                    found.setdefault(orjson.dumps(row, option=orjson.OPT_SORT_KEYS), row)
+        for key in sorted(found):
+            yield found[key]
+
+
+def rsepql_results(
+    text: str,
+    streams: Sequence[tuple[str, Sequence[RdfEvent]]],
+) -> Iterator[dict[str, Any]]:
+    """The result rows of the RSEP-QL query ``text``, pushed at each instant (rows
+    ending at one instant: distinct, sorted). A ``--stream`` name is the stream's IRI
+    as declared by ``FROM NAMED`` or its local name (after the last ``/``, ``#`` or
+    ``:``)."""
+    from cerfleet.query import CompiledQuery
+    from cerfleet.rsepql.output import Rows as RsepqlRows
+    from cerfleet.rsepql.parser import parse as parse_rsepql
+    from cerfleet.rsepql.translate import to_pattern as rsepql_pattern
+
+    query = parse_rsepql(text)
+    declared = {w.stream for w in query.windows.values()}
+    by_name: dict[str, str] = {}
+    for iri in declared:
+        by_name[iri] = iri
+        by_name.setdefault(re.split(r"[/#:]", iri)[-1], iri)
+    named: list[tuple[str, Sequence[RdfEvent]]] = []
+    for name, events in streams:
+        if name not in by_name:
+            raise ValueError(
+                f"stream {name} is not declared by FROM NAMED (declared: "
+                f"{', '.join(sorted(declared))})"
+            )
+        named.append((by_name[name], events))
+    form = rsepql_pattern(query)
+    evaluator = CompiledQuery.from_pattern(form, text=text, language="rsepql").evaluator()
+    rows = RsepqlRows(query)
+    merged, _ = instants(named)
     for i, instant in enumerate(merged):
         found: dict[bytes, dict[str, Any]] = {}
         for complex_event in evaluator.process(instant, i):
@@ -82,8 +141,41 @@ def results(
             yield found[key]
 
 
-def run_rdf(args: argparse.Namespace, text: str) -> int:
-    """``cerfleet run`` for a SPAseq query; returns the exit code."""
+class _Keys:
+    """The instants routed by the values of the variable every GPM binds: an instant
+    whose GPMs bind it to several values goes to each of those keys (its copies share
+    the solutions; a result is found under its own value, and rows are deduplicated),
+    one that binds it to none matches no GPM and goes nowhere."""
+
+    def __init__(self, query: Query) -> None:
+        from cerfleet.cea.graph_match import compile_graph_match
+        from cerfleet.cea.predicates import compile_predicate
+        from cerfleet.spaseq.correlations import partition_variable
+        from cerfleet.spaseq.syntax import refs
+        from cerfleet.spaseq.translate import gpm_pred
+
+        var = partition_variable(query)
+        assert var is not None
+        self.var = var
+        names = {n for e in query.elements for n in refs(e.bop)}
+        self.matches = [
+            compile_graph_match(gpm_pred(query.gpms[n]), compile_predicate) for n in sorted(names)
+        ]
+
+    def copies(self, instant: dict[str, Any]) -> list[dict[str, Any]]:
+        values: dict[tuple[str, Any], Any] = {}
+        for match in self.matches:
+            for solution in match(instant):  # also writes the exports into the instant
+                value = solution[self.var]
+                values.setdefault((type(value).__name__, value), value)
+        if len(values) == 1:
+            instant[KEY] = next(iter(values.values()))
+            return [instant]
+        return [{**instant, KEY: value} for value in values.values()]
+
+
+def run_rdf(args: argparse.Namespace, text: str, language: str = "spaseq") -> int:
+    """``cerfleet run`` for a SPAseq or RSEP-QL query; returns the exit code."""
     try:
         pairs = _pairs(args.stream or [], "stream")
         bg_pairs = _pairs(args.background or [], "background")
@@ -91,7 +183,7 @@ def run_rdf(args: argparse.Namespace, text: str) -> int:
         print(err, file=sys.stderr)
         return EXIT_USAGE
     if not pairs:
-        print("a SPAseq query reads --stream NAME=FILE options", file=sys.stderr)
+        print(f"a {_NAMES[language]} query reads --stream NAME=FILE options", file=sys.stderr)
         return EXIT_USAGE
     streams: list[tuple[str, Sequence[RdfEvent]]] = []
     try:
@@ -107,7 +199,12 @@ def run_rdf(args: argparse.Namespace, text: str) -> int:
     out = sys.stdout.buffer
     count = 0
     try:
-        for row in results(text, streams, background):
+        found = (
+            rsepql_results(text, streams)
+            if language == "rsepql"
+            else results(text, streams, background)
+        )
+        for row in found:
             out.write(orjson.dumps(row) + b"\n")
             count += 1
     except CEQLError as err:

@@ -82,8 +82,9 @@ def register(subparsers: Any) -> None:
         "--language",
         default=None,
         help=(
-            "query language: ceql or match_recognize (default: match_recognize when the "
-            "query uses MATCH_RECOGNIZE, else ceql)"
+            "query language: ceql, match_recognize, spaseq or rsepql (default: "
+            "match_recognize when the query uses MATCH_RECOGNIZE, spaseq when it has "
+            "DEFINE GPM, rsepql when it has EVENT ON, else ceql)"
         ),
     )
     parser.add_argument("--quiet", action="store_true", help="do not print the final summary")
@@ -144,10 +145,10 @@ def run(args: argparse.Namespace) -> int:
     if language not in FRONTENDS:
         _error(f"unknown query language {language!r} (known: {', '.join(sorted(FRONTENDS))})")
         return EXIT_USAGE
-    if language == "spaseq":
+    if language in ("spaseq", "rsepql"):
         from cerfleet.cli.rdf_run import run_rdf
 
-        return run_rdf(args, text)
+        return run_rdf(args, text, language)
     if args.events is None:
         _error("EVENTS is required (an event file, or - for stdin)")
         return EXIT_USAGE

@@ -200,6 +200,16 @@ class GraphMatch:
     ``filter`` reads the pattern's own variables (``Attr(name)`` is the variable
     ``name``). The solutions are computed once per event, whatever the number of runs
     that look at it; the output stage reads them back.
+
+    ``optional``: groups of triple patterns left-joined (SPARQL's OPTIONAL), in order,
+    after the other patterns and before ``filter``; ``absent``: groups that must have
+    no match extending a solution (SPARQL's ``FILTER NOT EXISTS``), checked with
+    ``filter``.
+
+    ``export``: when set, each variable that has one value in every solution is also
+    written into the event as the attribute ``export + name`` (a variable whose
+    solutions disagree gets none), so that correlations (``VarAttr``) can compare the
+    matches of different events.
     """
 
     stream: str
@@ -207,6 +217,9 @@ class GraphMatch:
     filter: Pred | None = None
     background: str | None = None
     background_triples: tuple[TriplePattern, ...] = ()
+    export: str | None = None
+    optional: tuple[tuple[TriplePattern, ...], ...] = ()
+    absent: tuple[tuple[TriplePattern, ...], ...] = ()
     span: Span | None = _span()
 
 

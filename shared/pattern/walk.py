@@ -9,7 +9,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from cerfleet.pattern.formulas import AnyEvent, As, EventType, Formula
-from cerfleet.pattern.predicates import Arith, Attr, Compare, Expr, Neg, Pred, VarAttr
+from cerfleet.pattern.predicates import (
+    Arith,
+    Attr,
+    BoolLit,
+    Compare,
+    Expr,
+    Neg,
+    PAnd,
+    PNot,
+    POr,
+    Pred,
+    VarAttr,
+)
 
 __all__ = ["as_attr", "children", "defines", "map_var_attrs", "subformulas", "var_attrs"]
 
@@ -67,6 +79,14 @@ def map_var_attrs(pred: Pred, read: Callable[[VarAttr], Expr]) -> Pred:
 
     if isinstance(pred, Compare):
         return Compare(pred.op, expr(pred.left), expr(pred.right), pred.span)
+    # Boolean combinations of comparisons (SPAseq's stateful FILTERs are correlations).
+    if isinstance(pred, PNot):
+        return PNot(map_var_attrs(pred.operand, read), pred.span)
+    if isinstance(pred, PAnd | POr):
+        left, right = map_var_attrs(pred.left, read), map_var_attrs(pred.right, read)
+        return type(pred)(left, right, pred.span)
+    if isinstance(pred, BoolLit):
+        return pred
     raise TypeError(f"not a correlation's comparison: {pred!r}")
 
 

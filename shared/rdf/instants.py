@@ -17,13 +17,14 @@ from typing import Any
 from cerfleet.rdf.terms import Graph
 from cerfleet.rdf.trig import RdfEvent
 
-__all__ = ["BACKGROUND", "GRAPHS", "SOLUTIONS", "TIME", "TYPE", "instants"]
+__all__ = ["BACKGROUND", "GRAPHS", "KEY", "SOLUTIONS", "TIME", "TYPE", "instants"]
 
 TYPE = "I"  # the one event type of instants
 GRAPHS = "@graphs"  # stream name → its graph at this instant
 BACKGROUND = "@background"  # background graph IRI → graph (the same for every instant)
 SOLUTIONS = "@solutions"  # GraphMatch → its solutions here, computed on first use
 TIME = "@time"  # the timestamp as written in the input
+KEY = "@key"  # the partition key, when a query's shared variable partitions the instants
 
 
 def _keyed(

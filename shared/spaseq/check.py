@@ -83,6 +83,7 @@ def build(text: str, parts: list[Any]) -> s.Query:
             )
         gpms[name] = _gpm(text, name, str(stream_tok), body, span)
     bound: set[str] = set()
+    selectable: set[str] = set()
     for element in elements:
         names = s.refs(element.bop)
         for ref in _refs(element.bop):
@@ -103,9 +104,10 @@ def build(text: str, parts: list[Any]) -> s.Query:
                             pred.span,
                         )
         bound |= mine
+        selectable |= set().union(*(gpms[n].all_variables() for n in names))
     if select is not None:
         for var in select:
-            if var not in bound:
+            if var not in selectable:
                 raise error(text, f"?{var} is selected but no GPM of SEQ binds it", None)
     return s.Query(
         select=select,
@@ -132,11 +134,18 @@ def _gpm(text: str, name: str, stream: str, body: list[Any], span: Span | None) 
     filters: list[pattern.Pred] = []
     bg_iri: str | None = None
     bg_triples: list[pattern.TriplePattern] = []
+    optional: list[tuple[pattern.TriplePattern, ...]] = []
+    absent: list[tuple[pattern.TriplePattern, ...]] = []
     for kind, value in body:
         if kind == "triple":
             triples.append(value)
         elif kind == "filter":
             filters.append(value)
+        elif kind == "optional":
+            if value:
+                optional.append(value)
+        elif kind == "not_exists":
+            absent.append(value)
         else:
             if bg_iri is not None:
                 raise error(text, f"GPM {name} has more than one GRAPH block", span)
@@ -145,7 +154,19 @@ def _gpm(text: str, name: str, stream: str, body: list[Any], span: Span | None) 
                 (bg_triples if k == "triple" else filters).append(v)
     if not triples:
         raise error(text, f"GPM {name} has no triple pattern", span, "a triple pattern")
-    own = {t.name for tr in triples + bg_triples for t in tr if isinstance(t, pattern.GraphVar)}
+    every = triples + bg_triples + [t for group in optional for t in group]
+    own = {t.name for tr in every for t in tr if isinstance(t, pattern.GraphVar)}
     local = tuple(f for f in filters if set(_filter_vars(f)) <= own)
     stateful = tuple(f for f in filters if not set(_filter_vars(f)) <= own)
-    return s.Gpm(name, stream, tuple(triples), local, stateful, bg_iri, tuple(bg_triples), span)
+    return s.Gpm(
+        name,
+        stream,
+        tuple(triples),
+        local,
+        stateful,
+        bg_iri,
+        tuple(bg_triples),
+        span,
+        tuple(optional),
+        tuple(absent),
+    )

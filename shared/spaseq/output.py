@@ -55,7 +55,7 @@ class Rows:
             names: list[str] = []
             for element in query.elements:
                 for ref in s.refs(element.bop):
-                    names.extend(sorted(query.gpms[ref].variables() - set(names)))
+                    names.extend(sorted(query.gpms[ref].all_variables() - set(names)))
             self.select: tuple[str, ...] = tuple(dict.fromkeys(names))
         else:
             self.select = query.select

@@ -163,6 +163,12 @@ class _ToSyntax(Transformer[Token, Any]):
             raise _Fail("a subject cannot be a literal", _mspan(meta))
         return "triple", (c[0], c[1], c[2])
 
+    def optional(self, meta: Meta, c: list[Any]) -> tuple[str, Any]:
+        return "optional", tuple(t for _, t in c)
+
+    def not_exists(self, meta: Meta, c: list[Any]) -> tuple[str, Any]:
+        return "not_exists", tuple(t for _, t in c)
+
     def background(self, meta: Meta, c: list[Any]) -> tuple[str, Any]:
         return "background", (c[0].value, c[1:])
 

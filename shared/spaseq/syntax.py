@@ -49,7 +49,9 @@ class Gpm:
     """``DEFINE GPM name ON stream { triples FILTER(...) GRAPH <iri> { ... } }``.
 
     ``local`` holds the filters over the GPM's own variables; ``stateful`` those that
-    also read variables bound by earlier elements (checked on the joined mappings)."""
+    also read variables bound by earlier elements (checked on the joined mappings);
+    ``optional`` the ``OPTIONAL { … }`` groups, left-joined after the other patterns
+    and before the filters; ``absent`` the ``FILTER NOT EXISTS { … }`` groups."""
 
     name: str
     stream: str
@@ -59,15 +61,29 @@ class Gpm:
     background: str | None
     background_triples: tuple[pattern.TriplePattern, ...]
     span: Span | None = None
+    optional: tuple[tuple[pattern.TriplePattern, ...], ...] = ()
+    absent: tuple[tuple[pattern.TriplePattern, ...], ...] = ()
 
     def variables(self) -> frozenset[str]:
-        """The variables the GPM's triples bind."""
+        """The variables the GPM's triples bind in every solution (not those only an
+        OPTIONAL group binds)."""
         return frozenset(
             t.name
             for triple in self.triples + self.background_triples
             for t in triple
             if isinstance(t, pattern.GraphVar)
         )
+
+    def all_variables(self) -> frozenset[str]:
+        """Those and the variables OPTIONAL groups may bind."""
+        extra = {
+            t.name
+            for group in self.optional
+            for triple in group
+            for t in triple
+            if isinstance(t, pattern.GraphVar)
+        }
+        return self.variables() | extra
 
 
 @dataclass(frozen=True)

@@ -14,16 +14,21 @@ per instant of the streamset (``cerfleet.rdf.instants``).
 * ``WITHIN`` is a time window (sliding, so it keeps every match of SPAseq's tumbling
   windows; the output stage keeps those inside one tumbling window).
 
-What the automaton keeps is thus a superset of the matches, with every match; the
-output stage (``spaseq.output``) joins the mappings and applies what depends on them.
+Shared variables and stateful filters are also correlations (``spaseq.correlations``):
+necessary conditions of the join that the engine checks while enumerating, and a
+variable every GPM binds may partition the instants (``partition=True``; the caller
+then sets each instant's ``rdf.instants.KEY``). What the automaton keeps is thus a
+superset of the matches, with every match; the output stage (``spaseq.output``)
+joins the mappings and applies what depends on them.
 """
 
 from __future__ import annotations
 
 from cerfleet import pattern
-from cerfleet.rdf.instants import TYPE
+from cerfleet.rdf.instants import KEY, TYPE
 from cerfleet.spaseq import syntax as s
 from cerfleet.spaseq.check import parse
+from cerfleet.spaseq.correlations import correlations, export_prefix, partition_variable
 
 __all__ = ["bop_pred", "gpm_pred", "parse_and_check", "to_pattern"]
 
@@ -38,7 +43,15 @@ def gpm_pred(gpm: s.Gpm) -> pattern.GraphMatch:
     for pred in gpm.local:
         local = pred if local is None else pattern.PAnd(local, pred)
     return pattern.GraphMatch(
-        gpm.stream, gpm.triples, local, gpm.background, gpm.background_triples, span=gpm.span
+        gpm.stream,
+        gpm.triples,
+        local,
+        gpm.background,
+        gpm.background_triples,
+        export=export_prefix(gpm.name),
+        optional=gpm.optional,
+        absent=gpm.absent,
+        span=gpm.span,
     )
 
 
@@ -53,10 +66,16 @@ def _independent(element: s.Element, gpms: dict[str, s.Gpm], earlier: set[str]) 
     if not isinstance(element.bop, s.Ref):
         return False
     gpm = gpms[element.bop.name]
-    return not gpm.stateful and not (gpm.variables() & earlier)
+    return not gpm.stateful and not (gpm.all_variables() & earlier)
 
 
-def to_pattern(query: s.Query) -> pattern.Pattern:
+def to_pattern(
+    query: s.Query, *, correlate: bool = False, partition: bool = False
+) -> pattern.Pattern:
+    """``correlate``: the shared variables and stateful filters the engine can check
+    are correlations (``cerfleet run`` leaves them to the output stage, measured
+    faster); ``partition``: partitioned by ``partition_variable``'s values when there
+    is one (the caller sets each instant's ``KEY``)."""
     formula: pattern.Formula | None = None
     earlier: set[str] = set()
     for i, element in enumerate(query.elements):
@@ -78,9 +97,16 @@ def to_pattern(query: s.Query) -> pattern.Pattern:
             else:
                 formula = pattern.Seq(formula, one)
         for name in s.refs(element.bop):
-            earlier |= query.gpms[name].variables()
+            earlier |= query.gpms[name].all_variables()
     assert formula is not None
+    if correlate:
+        theta: pattern.FilterExpr | None = None
+        for corr in correlations(query):
+            theta = corr if theta is None else pattern.FilterAnd(theta, corr)
+        if theta is not None:
+            formula = pattern.Filter(formula, theta)
     within = None
     if query.within is not None:
         within = pattern.Window(pattern.WindowKind.TIME, query.within[0], query.within[1])
-    return pattern.Pattern(where=formula, within=within)
+    keyed = partition and partition_variable(query) is not None
+    return pattern.Pattern(where=formula, within=within, partition_by=(KEY,) if keyed else ())

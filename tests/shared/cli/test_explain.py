@@ -86,3 +86,30 @@ def test_correlations_say_which_guarantee_applies(
     at = out.index(next(line for line in out if line.startswith("correlations checked")))
     assert out[at].startswith("correlations checked at enumeration: 1 ")
     assert out[at + 1] == "  b[p] > PREV(b)[p]"
+
+
+def test_rdf_queries(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # SPAseq and RSEP-QL are told apart as cerfleet run does; a graph-pattern match
+    # is summarised, and RSEP-QL's sliding window before the last event is a correlation.
+    spaseq = explain(
+        tmp_path,
+        "PREFIX p: <http://e/>\nSELECT ?c WITHIN 5 SECONDS FROM STREAM S1 <http://e/s>\n"
+        "WHERE { SEQ(A ; B) DEFINE GPM A ON S1 { ?t p:company ?c . ?t p:price ?x . "
+        "FILTER(?x > 3) } DEFINE GPM B ON S1 { ?u p:company ?c . } }",
+        capsys,
+    )
+    assert spaseq[2] == "  [0] [GRAPH MATCH on S1: 2 triple pattern(s) FILTER x > 3]"
+    assert "window: 5 SECONDS" in spaseq
+    rsepql = explain(
+        tmp_path,
+        "PREFIX : <http://e/>\nSELECT * FROM NAMED :S WIN [RANGE 5] AS :w\n"
+        "EVENT ON :w { ?x :p ?y . } AS E1\nEVENT ON :w { ?y :q ?z . } AS E2\n"
+        "WHERE { MATCH { E1 SEQ E2 } }",
+        capsys,
+    )
+    assert rsepql[2] == "  [0] [GRAPH MATCH on http://e/S: 1 triple pattern(s)]"
+    assert rsepql[6] == "correlations checked at enumeration: 1 (constant time per " + (
+        "event; enumeration prunes a branch at its first violation, so a complex event "
+        "costs the branches visited, not only its size)"
+    )
+    assert rsepql[7] == "  E1[timestamp] - E0[timestamp] < 5000"

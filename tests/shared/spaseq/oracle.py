@@ -23,9 +23,16 @@ class Gpm:
     triples: tuple[tuple[str | int, str | int, str | int], ...]  # "?x" is a variable
     local: tuple[tuple[str, str, int], ...] = ()  # ?var op constant
     stateful: tuple[tuple[str, str, str], ...] = ()  # ?var op ?earlier
+    optional: tuple[tuple[Triple, ...], ...] = ()  # OPTIONAL { ... } groups, in order
+    absent: tuple[tuple[Triple, ...], ...] = ()  # FILTER NOT EXISTS { ... } groups
 
     def variables(self) -> set[str]:
         return {t for tr in self.triples for t in tr if isinstance(t, str) and t[0] == "?"}
+
+    def optional_variables(self) -> set[str]:
+        return {
+            t for g in self.optional for tr in g for t in tr if isinstance(t, str) and t[0] == "?"
+        }
 
 
 @dataclass(frozen=True)
@@ -89,11 +96,16 @@ class _Eval:
         """Def. 7: (τ, ⟦P⟧_G) per event with a solution (local FILTERs applied)."""
         out = []
         for t, graph in self.events[g.stream]:
-            sols = [
-                m
-                for m in _bgp(g.triples, graph)
-                if all(_holds(m.get(v), op, c) for v, op, c in g.local)
-            ]
+            found = _bgp(g.triples, graph)
+            for group in g.optional:  # Def. 5's left outer join with ⟦group⟧_G
+                right = _bgp(group, graph)
+                joined = [{**x, **y} for x in found for y in right if _compatible(x, y)]
+                alone = [x for x in found if not any(_compatible(x, y) for y in right)]
+                found = joined + [x for x in alone if x not in joined]
+            for group in g.absent:  # no solution of the group compatible with μ
+                right = _bgp(group, graph)
+                found = [x for x in found if not any(_compatible(x, y) for y in right)]
+            sols = [m for m in found if all(_holds(m.get(v), op, c) for v, op, c in g.local)]
             if sols:
                 out.append((t, [(m, g) for m in sols]))
         return out

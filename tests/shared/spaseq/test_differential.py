@@ -69,7 +69,18 @@ def gpms(draw: st.DrawFn, name: str, earlier: set[str]) -> Gpm:
                 draw(st.sampled_from(others)),
             ),
         )
-    return Gpm(name, gpm.stream, gpm.triples, local, stateful)
+    optional: tuple[tuple[tuple[str | int, str | int, str | int], ...], ...] = ()
+    if draw(st.integers(0, 3)) == 0:
+        # OPTIONAL binds its own ?w<name>, or the shared ?z (then compatibility counts).
+        s = draw(st.sampled_from(["?x", "?y"]))
+        o = draw(st.sampled_from(["?w" + name, "?z"]))
+        optional = (((s, draw(st.sampled_from(PREDICATES)), o),),)
+    absent: tuple[tuple[tuple[str | int, str | int, str | int], ...], ...] = ()
+    if draw(st.integers(0, 4)) == 0:
+        s = draw(st.sampled_from(["?x", "?y", "?v"]))
+        o = draw(st.sampled_from([own_o, "?v", 1, 2]))
+        absent = (((s, draw(st.sampled_from(PREDICATES)), o),),)
+    return Gpm(name, gpm.stream, gpm.triples, local, stateful, optional, absent)
 
 
 @st.composite
@@ -84,13 +95,13 @@ def queries(draw: st.DrawFn) -> Query:
             g = draw(gpms(f"G{i}", bound))
             found[g.name] = g
             elements.append((Bop("ref", g.name), shape == "kleene"))
-            mine = g.variables()
+            mine = g.variables() | g.optional_variables()
         else:
             a = draw(gpms(f"G{i}a", bound))
             b = draw(gpms(f"G{i}b", bound))
             found[a.name], found[b.name] = a, b
             elements.append((Bop(shape, left=Bop("ref", a.name), right=Bop("ref", b.name)), False))
-            mine = a.variables() | b.variables()
+            mine = a.variables() | b.variables() | a.optional_variables() | b.optional_variables()
         bound |= mine
     ops = [draw(st.sampled_from([",", ";", ":"])) for _ in range(n - 1)]
     window = draw(st.sampled_from([None, None, 4, 6]))
@@ -126,6 +137,12 @@ def render(q: Query) -> str:
         body = " ".join(f"{_term(s)} {_term(p)} {_term(o)} ." for s, p, o in g.triples)
         filters = [f"FILTER({v} {op} {c})" for v, op, c in g.local]
         filters += [f"FILTER({v} {op} {w})" for v, op, w in g.stateful]
+        for group in g.optional:
+            inner = " ".join(f"{_term(s)} {_term(p)} {_term(o)} ." for s, p, o in group)
+            filters.append(f"OPTIONAL {{ {inner} }}")
+        for group in g.absent:
+            inner = " ".join(f"{_term(s)} {_term(p)} {_term(o)} ." for s, p, o in group)
+            filters.append(f"FILTER NOT EXISTS {{ {inner} }}")
         lines.append(f"  DEFINE GPM {g.name} ON {g.stream} {{ {body} {' '.join(filters)} }}")
     lines.append("}")
     return "\n".join(lines)

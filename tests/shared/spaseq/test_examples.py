@@ -162,3 +162,35 @@ def test_example_10_background_graph(tmp_path: Path, capsys: pytest.CaptureFixtu
     # [10, 20] of the paper: the window [0, 20] holds H1 only; H2 at 25 falls in [20, 40].
     assert got[0] == row(10, h="H1", p="Pw1", l="L1", n="john", a="paris")
     assert got[1:] == [row(25, h="H2", p="Pw2", l="L2", n="smith", a="lyon")]
+
+
+def test_optional_inside_a_gpm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Not a paper example: OPTIONAL is SPARQL's left outer join inside one GPM. H1 has an
+    # owner, H2 none: its row has ?n null.
+    s1 = trig(
+        tmp_path / "s1.trig",
+        [
+            (10, ":H1 :pow :Pw1 . :H1 :loc :L1 . :H1 :owner :o1 ."),
+            (12, ":H2 :pow :Pw2 . :H2 :loc :L1 ."),
+        ],
+    )
+    s2 = trig(tmp_path / "s2.trig", [(20, ":W1 :value :Vl1 . :W1 :loc :L1 .")])
+    q = query("A : B", select="?h ?n ?w", extra="OPTIONAL { ?h :owner ?n . }")
+    got = run(tmp_path, capsys, q, "--stream", f"S1={s1}", "--stream", f"S2={s2}")
+    assert got == [row(20, h="H1", n="o1", w="W1"), row(20, h="H2", n="", w="W1")]
+
+
+def test_not_exists_inside_a_gpm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Not a paper example: FILTER NOT EXISTS drops the solutions an extra pattern
+    # extends: H1 has an owner, so only H2 starts a match.
+    s1 = trig(
+        tmp_path / "s1.trig",
+        [
+            (10, ":H1 :pow :Pw1 . :H1 :loc :L1 . :H1 :owner :o1 ."),
+            (12, ":H2 :pow :Pw2 . :H2 :loc :L1 ."),
+        ],
+    )
+    s2 = trig(tmp_path / "s2.trig", [(20, ":W1 :value :Vl1 . :W1 :loc :L1 .")])
+    q = query("A : B", select="?h ?w", extra="FILTER NOT EXISTS { ?h :owner ?n . }")
+    got = run(tmp_path, capsys, q, "--stream", f"S1={s1}", "--stream", f"S2={s2}")
+    assert got == [row(20, h="H2", w="W1")]

@@ -1,0 +1,361 @@
+"""RSEP-QL text to its syntax tree (``syntax.Query``), or ``RsepqlError`` with line,
+column and what was expected — or, for what the engine does not support, the reason.
+
+Accepted: ``PREFIX``, ``SELECT ?v …`` or ``*``, ``FROM NAMED <stream> [WIN [RANGE n] |
+WIN [LND t]] AS <window>``, ``EVENT ON <window> { triples FILTER(…) } AS name`` and
+``WHERE { MATCH { E1 SEQ E2 SEQ … } }`` (parentheses allowed). Refused, each with its
+place: ``STEP`` (a window sliding by more than the time unit reports a result after
+its last event), ``FIRST``/``LAST`` and the chronological/recent SEQ (they choose among
+the matches of one evaluation and consume input across evaluations), ``AND``/``OR``
+(the seed defines no such event operators), a variable window (``EVENT ON ?w``, future
+work in the seed), and a FILTER reading another event's variables.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken, VisitError
+from lark.tree import Meta
+
+from cerfleet import pattern
+from cerfleet.errors import RsepqlError
+from cerfleet.pattern import Span
+from cerfleet.rsepql import syntax as s
+
+__all__ = ["parse"]
+
+_PARSER = Lark.open_from_package(
+    __name__.rpartition(".")[0],
+    "grammar.lark",
+    parser="lalr",
+    propagate_positions=True,
+    cache=True,
+)
+_RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+_XSD = "http://www.w3.org/2001/XMLSchema#"
+_NUMERIC = {_XSD + t for t in ("integer", "int", "long", "decimal", "double", "float", "short")}
+_UNIT_MS = {"SECOND": 1000, "MINUTE": 60_000, "HOUR": 3_600_000}
+_SHOWN = {
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "LBRACE": "'{'",
+    "RBRACE": "'}'",
+    "LSQB": "'['",
+    "RSQB": "']'",
+    "SEQ": "SEQ",
+    "VAR": "a variable",
+    "NAME": "a name",
+    "IRIREF": "an IRI",
+    "PNAME_LN": "a prefixed name",
+    "PNAME_NS": "a prefix",
+    "STRING": "a string",
+    "SIGNED_NUMBER": "a number",
+    "INT": "an integer",
+    "UNIT": "SECONDS, MINUTES or HOURS",
+    "COMPOP": "a comparison",
+    "$END": "end of query",
+}
+
+
+class _Fail(Exception):
+    def __init__(self, message: str, span: Span | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.span = span
+
+
+def _tspan(tok: Token) -> Span:
+    return Span(tok.line or 1, tok.column or 1, tok.end_line or 1, tok.end_column or 1)
+
+
+def _mspan(meta: Meta) -> Span | None:
+    if getattr(meta, "empty", True):
+        return None
+    return Span(meta.line, meta.column, meta.end_line, meta.end_column)
+
+
+def _unescape(text: str) -> str:
+    body = text[1:-1]
+    return body.encode("utf-8").decode("unicode_escape") if "\\" in body else body
+
+
+def _ms(amount: Token, unit: Token | None) -> int:
+    scale = 1000 if unit is None else _UNIT_MS[str(unit).upper().rstrip("S")]
+    return int(str(amount)) * scale
+
+
+@v_args(meta=True)
+class _ToSyntax(Transformer[Token, Any]):
+    def __init__(self) -> None:
+        super().__init__()
+        self.prefixes: dict[str, str] = {}
+
+    # -- terms and filters ----------------------------------------------------
+    def iri(self, meta: Meta, c: list[Token]) -> pattern.GraphIri:
+        tok = c[0]
+        text = str(tok)
+        if tok.type == "IRIREF":
+            return pattern.GraphIri(text[1:-1])
+        prefix, _, local = text.partition(":")
+        if prefix + ":" not in self.prefixes:
+            raise _Fail(f"undeclared prefix {prefix + ':'!r}", _tspan(tok))
+        return pattern.GraphIri(self.prefixes[prefix + ":"] + local)
+
+    def var(self, meta: Meta, c: list[Token]) -> pattern.GraphVar:
+        return pattern.GraphVar(str(c[0])[1:])
+
+    def rdf_type(self, meta: Meta, c: list[Any]) -> pattern.GraphIri:
+        return pattern.GraphIri(_RDF_TYPE)
+
+    def string(self, meta: Meta, c: list[Token]) -> pattern.GraphLiteral:
+        return pattern.GraphLiteral(_unescape(str(c[0])))
+
+    def typed(self, meta: Meta, c: list[Any]) -> pattern.GraphLiteral:
+        text = _unescape(str(c[0]))
+        if c[1].value in _NUMERIC:
+            try:
+                number = float(text)
+            except ValueError:
+                raise _Fail(f"{text!r} is not a number", _mspan(meta)) from None
+            return pattern.GraphLiteral(int(number) if number.is_integer() else number)
+        return pattern.GraphLiteral(text)
+
+    def number(self, meta: Meta, c: list[Token]) -> pattern.GraphLiteral:
+        text = str(c[0])
+        return pattern.GraphLiteral(int(text) if text.lstrip("+-").isdigit() else float(text))
+
+    def true(self, meta: Meta, c: list[Any]) -> pattern.GraphLiteral:
+        return pattern.GraphLiteral(True)
+
+    def false(self, meta: Meta, c: list[Any]) -> pattern.GraphLiteral:
+        return pattern.GraphLiteral(False)
+
+    def _expr(self, node: Any) -> pattern.Expr:
+        if isinstance(node, pattern.GraphVar):
+            return pattern.Attr(node.name)
+        if isinstance(node, pattern.GraphIri | pattern.GraphLiteral):
+            return pattern.Const(node.value)
+        if isinstance(node, pattern.Attr | pattern.Const | pattern.Arith | pattern.Neg):
+            return node
+        raise _Fail("expected a value, not a condition", None)
+
+    def _pred(self, node: Any, meta: Meta) -> pattern.Pred:
+        if isinstance(node, pattern.Compare | pattern.PAnd | pattern.POr | pattern.PNot):
+            return node
+        if isinstance(node, pattern.GraphLiteral) and isinstance(node.value, bool):
+            return pattern.BoolLit(node.value)
+        raise _Fail("expected a condition (a comparison)", _mspan(meta))
+
+    def compare(self, meta: Meta, c: list[Any]) -> pattern.Compare:
+        return pattern.Compare(str(c[1]), self._expr(c[0]), self._expr(c[2]), span=_mspan(meta))
+
+    def arith(self, meta: Meta, c: list[Any]) -> pattern.Arith:
+        return pattern.Arith(str(c[1]), self._expr(c[0]), self._expr(c[2]), span=_mspan(meta))
+
+    def neg(self, meta: Meta, c: list[Any]) -> pattern.Neg:
+        return pattern.Neg(self._expr(c[0]), span=_mspan(meta))
+
+    def and_(self, meta: Meta, c: list[Any]) -> pattern.PAnd:
+        return pattern.PAnd(self._pred(c[0], meta), self._pred(c[1], meta), span=_mspan(meta))
+
+    def or_(self, meta: Meta, c: list[Any]) -> pattern.POr:
+        return pattern.POr(self._pred(c[0], meta), self._pred(c[1], meta), span=_mspan(meta))
+
+    def not_(self, meta: Meta, c: list[Any]) -> pattern.PNot:
+        return pattern.PNot(self._pred(c[0], meta), span=_mspan(meta))
+
+    def filter(self, meta: Meta, c: list[Any]) -> tuple[str, Any]:
+        return "filter", (self._pred(c[0], meta), _mspan(meta))
+
+    def triple(self, meta: Meta, c: list[Any]) -> tuple[str, Any]:
+        if not isinstance(c[1], pattern.GraphIri | pattern.GraphVar):
+            raise _Fail("a predicate must be an IRI or a variable", _mspan(meta))
+        if isinstance(c[0], pattern.GraphLiteral):
+            raise _Fail("a subject cannot be a literal", _mspan(meta))
+        return "triple", (c[0], c[1], c[2])
+
+    # -- windows, events, MATCH ------------------------------------------------
+    def prefix(self, meta: Meta, c: list[Token]) -> None:
+        self.prefixes[str(c[0])] = str(c[1])[1:-1]
+
+    def select(self, meta: Meta, c: list[Token]) -> tuple[str, Any]:
+        if c and c[0].type == "STAR":
+            return "select", None
+        return "select", tuple(str(t)[1:] for t in c)
+
+    def range(self, meta: Meta, c: list[Any]) -> tuple[str, int]:
+        if c and isinstance(c[-1], tuple):
+            raise _Fail(
+                "STEP is not supported: a window sliding by more than the time unit would "
+                "report a result after its last event; the window slides by the time unit",
+                c[-1][1],
+            )
+        return "range", _ms(c[0], c[1] if len(c) > 1 else None)
+
+    def step(self, meta: Meta, c: list[Token]) -> tuple[str, Span]:
+        return "step", _tspan(c[0])
+
+    def landmark(self, meta: Meta, c: list[Token]) -> tuple[str, int]:
+        return "landmark", _ms(c[0], c[1] if len(c) > 1 else None)
+
+    def win(self, meta: Meta, c: list[Any]) -> tuple[str, int]:
+        out: tuple[str, int] = c[0]
+        return out
+
+    def window(self, meta: Meta, c: list[Any]) -> tuple[str, Any]:
+        stream, name = c[0].value, c[-1].value
+        kind, ms = c[1] if len(c) == 3 else ("identity", 0)
+        return "window", (s.Window(name, stream, kind, ms), _mspan(meta))
+
+    def var_window(self, meta: Meta, c: list[Token]) -> None:
+        raise _Fail(
+            "a variable window (EVENT ON ?w) is not supported: the seed leaves it to "
+            "future work; name a window declared by FROM NAMED",
+            _tspan(c[0]),
+        )
+
+    def event(self, meta: Meta, c: list[Any]) -> tuple[str, Any]:
+        window, name = c[0].value, str(c[-1])
+        triples = tuple(v for k, v in c[1:-1] if k == "triple")
+        filters = tuple(v for k, v in c[1:-1] if k == "filter")
+        return "event", (name, window, triples, filters, _mspan(meta), _tspan(c[-1]))
+
+    def event_ref(self, meta: Meta, c: list[Token]) -> list[tuple[str, Span]]:
+        return [(str(c[0]), _tspan(c[0]))]
+
+    def seq(self, meta: Meta, c: list[Any]) -> list[tuple[str, Span]]:
+        out: list[tuple[str, Span]] = c[0] + c[2]
+        return out
+
+    def _refuse(self, tok: Token, why: str) -> None:
+        raise _Fail(f"{str(tok).upper()} is not supported: {why}", _tspan(tok))
+
+    def first(self, meta: Meta, c: list[Any]) -> None:
+        self._refuse(c[0], "it chooses among one evaluation's matches (Eq. (5))")
+
+    def last(self, meta: Meta, c: list[Any]) -> None:
+        self._refuse(c[0], "it chooses among one evaluation's matches (Eq. (6))")
+
+    def conj(self, meta: Meta, c: list[Any]) -> None:
+        self._refuse(c[1], "the seed defines no conjunction of event patterns; use SEQ")
+
+    def disj(self, meta: Meta, c: list[Any]) -> None:
+        self._refuse(c[1], "the seed defines no disjunction of event patterns; use SEQ")
+
+    def start(self, meta: Meta, c: list[Any]) -> list[Any]:
+        return [x for x in c if x is not None]
+
+
+def _expected(names: set[str]) -> str:
+    shown = sorted({_SHOWN.get(n, n) for n in names if not n.startswith("__")})
+    return (
+        ", ".join(shown[:-1]) + (" or " if len(shown) > 1 else "") + shown[-1] if shown else "more"
+    )
+
+
+def _tree(text: str) -> list[Any]:
+    try:
+        tree = _PARSER.parse(text)
+    except UnexpectedToken as err:
+        tok = err.token
+        what = "end of query" if tok.type == "$END" else repr(str(tok))
+        raise RsepqlError(
+            f"unexpected {what}",
+            line=err.line if err.line > 0 else len(text.splitlines()) or 1,
+            column=err.column if err.column > 0 else 1,
+            source=text,
+            length=len(str(tok)) or 1,
+            expected=_expected(set(err.accepts or err.expected)),
+        ) from None
+    except UnexpectedCharacters as err:
+        raise RsepqlError(
+            f"unexpected character {text[err.pos_in_stream or 0]!r}",
+            line=err.line,
+            column=err.column,
+            source=text,
+            expected=_expected(set(err.allowed or ())),
+        ) from None
+    except UnexpectedEOF as err:
+        lines = text.splitlines() or [""]
+        raise RsepqlError(
+            "unexpected end of query",
+            line=len(lines),
+            column=len(lines[-1]) + 1,
+            source=text,
+            expected=_expected(set(err.expected)),
+        ) from None
+    try:
+        parts: list[Any] = _ToSyntax().transform(tree)
+    except VisitError as err:
+        fail = err.orig_exc
+        if not isinstance(fail, _Fail):
+            raise
+        raise s.error(text, fail.message, fail.span) from None
+    return parts
+
+
+def _reads(node: Any) -> set[str]:
+    if isinstance(node, pattern.Attr):
+        return {node.name}
+    out: set[str] = set()
+    for name in ("left", "right", "operand"):
+        child = getattr(node, name, None)
+        if child is not None:
+            out |= _reads(child)
+    return out
+
+
+def parse(text: str) -> s.Query:
+    """``text`` as an RSEP-QL syntax tree, its names and variables checked."""
+    select: tuple[str, ...] | None = None
+    windows: dict[str, s.Window] = {}
+    events: dict[str, s.Bep] = {}
+    chain: list[tuple[str, Span]] = []
+    for part in _tree(text):
+        if isinstance(part, list):
+            chain = part
+            continue
+        kind, value = part
+        if kind == "select":
+            select = value
+        elif kind == "window":
+            window, span = value
+            if window.name in windows:
+                raise s.error(text, f"window <{window.name}> is declared twice", span)
+            windows[window.name] = window
+        else:
+            name, window_name, triples, filters, span, name_span = value
+            if name in events:
+                raise s.error(text, f"event pattern {name} is defined twice", name_span)
+            if window_name not in windows:
+                raise s.error(
+                    text, f"EVENT ON <{window_name}>: no FROM NAMED declares that window", span
+                )
+            if not triples:
+                raise s.error(text, f"event pattern {name} has no triple pattern", span)
+            bep = s.Bep(name, window_name, triples, tuple(f for f, _ in filters), span)
+            for f, fspan in filters:
+                outside = _reads(f) - bep.variables()
+                if outside:
+                    raise s.error(
+                        text,
+                        f"FILTER of {name} reads ?{min(outside)}, which its triples do not "
+                        "bind (filters across events are not supported: shared variables "
+                        "join events)",
+                        fspan,
+                    )
+            events[name] = bep
+    for name, span in chain:
+        if name not in events:
+            raise s.error(text, f"MATCH names {name}, which no EVENT … AS {name} defines", span)
+    names = [n for n, _ in chain]
+    bound = set().union(*(events[n].variables() for n in names))
+    if select is not None:
+        for var in select:
+            if var not in bound:
+                raise s.error(
+                    text, f"?{var} is selected but no event pattern of MATCH binds it", None
+                )
+    return s.Query(select, windows, events, tuple(names))
