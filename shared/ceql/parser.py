@@ -87,6 +87,8 @@ class _ToAst(PredicateTree):
 
     def start(self, meta: Meta, children: list[Any]) -> pattern.Pattern:
         *decls, select, from_, _where, where, partition, within, consume, limit = children
+        quarantines = tuple(q for d in decls if isinstance(d, tuple) for q in d)
+        decls = [d for d in decls if isinstance(d, pattern.StreamDecl)]
         return pattern.Pattern(
             where=where,
             select=select.variables.names if select.variables else None,
@@ -97,6 +99,7 @@ class _ToAst(PredicateTree):
             consume=consume or pattern.Consume.NONE,
             limit=int(limit.value) if limit else None,
             declarations=tuple(decls),
+            quarantines=quarantines,
             select_spans=select.variables.spans if select.variables else (),
             stream_spans=from_.spans,
             partition_spans=partition.spans if partition else (),
@@ -106,6 +109,28 @@ class _ToAst(PredicateTree):
     def declaration(self, meta: Meta, children: list[Any]) -> pattern.StreamDecl:
         _declare, _stream, name, *events = children
         return pattern.StreamDecl(name.value, tuple(events), token_span(name))
+
+    def quarantine(self, meta: Meta, children: list[Any]) -> tuple[pattern.Quarantine, ...]:
+        return tuple(children[2:])
+
+    def policy(self, meta: Meta, children: list[Any]) -> pattern.Quarantine:
+        kind, *rest = children
+        span_ms = rest.pop(0) if kind.type != "DIRECT" else None
+        names = _Names.of(rest)
+        return pattern.Quarantine(
+            pattern.QuarantineKind[kind.type],
+            names.names,
+            span_ms,
+            span=token_span(kind),
+            stream_spans=names.spans,
+        )
+
+    def span(self, meta: Meta, children: list[Any]) -> int | float:
+        numbers, units = children[0::2], children[1::2]
+        total = sum(
+            n.value * pattern.TIME_UNITS_MS[_plural(u)] for n, u in zip(numbers, units, strict=True)
+        )
+        return int(total) if isinstance(total, float) and total.is_integer() else total
 
     def event_decl(self, meta: Meta, children: list[Any]) -> pattern.EventDecl:
         _event, name, *attrs = children

@@ -270,9 +270,17 @@ def _format_declaration(decl: pattern.StreamDecl) -> str:
     return f"DECLARE STREAM {decl.name} {{ {events} }}"
 
 
+def _format_quarantine(policy: pattern.Quarantine) -> str:
+    span = "" if policy.span_ms is None else f" {_format_number(policy.span_ms)} MILLISECONDS"
+    return f"{policy.kind.value}{span} {{ {', '.join(policy.streams)} }}"
+
+
 def to_ceql(query: pattern.Pattern) -> str:
     """The query as CEQL text, one clause per line."""
     lines = [_format_declaration(decl) for decl in query.declarations]
+    if query.quarantines:
+        policies = " ".join(_format_quarantine(policy) for policy in query.quarantines)
+        lines.append(f"CREATE QUARANTINE {{ {policies} }}")
 
     select = "SELECT "
     if query.strategy is not pattern.Strategy.ALL:

@@ -81,6 +81,12 @@ class QuerySpec(BaseModel):
                 "owns it, in parallel. Use CONSUME BY PARTITION (restart only the key that "
                 "matched), or drop PARTITION BY."
             )
+        if query.pattern.max_lateness is not None:
+            raise CerfleetError(
+                f"query {self.name!r}: its BOUNDED_TIME quarantine asks for events in time "
+                "order within a bound, which `cerfleet run` honours but the fleet's workers "
+                "do not (they evaluate each partition in arrival order); declare DIRECT"
+            )
         return query
 
 

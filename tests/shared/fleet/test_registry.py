@@ -90,6 +90,13 @@ def test_consume_by_any_with_partition_by_is_rejected() -> None:
     assert spec(ceql=Q2 + " CONSUME BY PARTITION").compile().partitioned
 
 
+def test_a_bounded_time_quarantine_is_refused_and_direct_accepted() -> None:
+    # The workers evaluate in arrival order: a query asking for more must not run there.
+    with pytest.raises(CerfleetError, match="BOUNDED_TIME"):
+        spec(ceql="CREATE QUARANTINE { BOUNDED_TIME 5 SECONDS { S } } " + Q1).compile()
+    spec(ceql="CREATE QUARANTINE { DIRECT { S } } " + Q1).compile()
+
+
 def test_a_syntax_error_has_a_line_and_column() -> None:
     with pytest.raises(CEQLError) as info:
         spec(ceql="SELECT * FROM S\nWHERE A ;; B").compile()
