@@ -61,7 +61,17 @@ def _is(tokens: list[Token], i: int, kind: str) -> bool:
 
 def _retype(tokens: list[Token]) -> list[Token]:
     _reject_unclosed_comment(tokens)
-    return _mark_filters(_stream_qualifiers(_quarantine(_keywords(tokens))))
+    return _mark_filters(_stream_qualifiers(_unquote_names(_quarantine(_keywords(tokens)))))
+
+
+def _unquote_names(tokens: list[Token]) -> list[Token]:
+    """A backtick-quoted identifier is a NAME, whatever it spells (never a keyword)."""
+    return [
+        Token.new_borrow_pos("NAME", tok.value[1:-1].replace("``", "`"), tok)
+        if tok.type == "NAME" and tok.value.startswith("`")
+        else tok
+        for tok in tokens
+    ]
 
 
 def _stream_qualifiers(tokens: list[Token]) -> list[Token]:

@@ -86,7 +86,7 @@ class _ToAst(DeclarationTree):
         return _Select(strategy or pattern.Strategy.ALL, None if star else Names.of(rest))
 
     def strategy(self, meta: Meta, children: list[Token]) -> pattern.Strategy:
-        return pattern.Strategy[children[0].type]
+        return pattern.Strategy[children[0].type.replace("ANY", "ALL")]
 
     def from_clause(self, meta: Meta, children: list[Token]) -> Names:
         return Names.of(children)
@@ -156,6 +156,16 @@ class _ToAst(DeclarationTree):
     def negated_filtered(self, meta: Meta, children: list[Any]) -> tuple[str, pattern.Pred]:
         name, _filter, filter_ = children
         return name.value, self._own_predicate(name, filter_)
+
+    def negated_qualified(self, meta: Meta, children: list[Any]) -> tuple[str, pattern.Pred]:
+        stream, _gt, name, *filtered = children
+        qualifier: pattern.Pred = pattern.InStream((stream.value,), span_of(meta))
+        if filtered:
+            own = self._own_predicate(name, filtered[1])
+            qualifier = pattern.PAnd(qualifier, own, span_of(meta))
+        return name.value, qualifier
+
+    negated_qualified_filtered = negated_qualified
 
     def _own_predicate(self, name: Token, filter_: pattern.FilterExpr) -> pattern.Pred:
         """A filter of the excluded event's own type as one predicate on that event
