@@ -154,7 +154,9 @@ class PartitionState:
         outputs: list[Output] = []
         for run, rows in work.values():
             evaluator = run.evaluator
-            decoded = decode_rows(evaluator.query.json_decoder, batch, rows)
+            decoded = decode_rows(
+                evaluator.query.json_decoder, batch, rows, run.entry.spec.topic_streams
+            )
             for i, reason, error in decoded.problems:
                 if reason in RECORD_REASONS:
                     if i not in reported:  # one letter per record, whichever query saw it

@@ -21,6 +21,21 @@ __all__ = ["DEFAULT_IDLE_TIMEOUT", "register"]
 DEFAULT_IDLE_TIMEOUT = 5.0
 
 
+def _topic_streams(pairs: list[str] | None) -> dict[str, str] | None:
+    """``--topic-stream TOPIC=STREAM`` options as a map (None when there are none)."""
+    if not pairs:
+        return None
+    out: dict[str, str] = {}
+    for pair in pairs:
+        topic, eq, stream = pair.rpartition("=")
+        if not eq or not topic or not stream:
+            raise CerfleetError(f"--topic-stream {pair!r}: expected TOPIC=STREAM")
+        if out.get(topic, stream) != stream:
+            raise CerfleetError(f"--topic-stream: topic {topic!r} mapped to two streams")
+        out[topic] = stream
+    return out
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -79,6 +94,14 @@ def register(subparsers: Any) -> None:
         help="the most complex events one event may make this query emit; every worker "
         "cuts there, flags the output record and counts the cut in "
         "cerfleet_worker_truncated_events_total (default 10,000)",
+    )
+    p.add_argument(
+        "--topic-stream",
+        action="append",
+        metavar="TOPIC=STREAM",
+        help="the records of input TOPIC are events of stream STREAM of FROM (repeatable; "
+        "as --stream-field in cerfleet run). Without it every event is in every stream "
+        "of FROM; with it an unmapped topic's events are in none",
     )
     add_fleet_options(p)
     p.set_defaults(handler=_submit)
@@ -185,6 +208,7 @@ def _submit(args: argparse.Namespace) -> int:
             type_field=args.type_field,
             time_field=args.time_field,
             max_outputs_per_event=args.max_outputs_per_event or DEFAULT_MAX_OUTPUTS_PER_EVENT,
+            topic_streams=_topic_streams(args.topic_stream),
         )
     except ValidationError as exc:
         raise CerfleetError(f"cannot register {args.name!r}: {validation_problems(exc)}") from exc
