@@ -36,6 +36,15 @@ def _topic_streams(pairs: list[str] | None) -> dict[str, str] | None:
     return out
 
 
+def _duration(text: str) -> float:
+    from cerfleet.events.reorder import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -102,6 +111,15 @@ def register(subparsers: Any) -> None:
         help="the records of input TOPIC are events of stream STREAM of FROM (repeatable; "
         "as --stream-field in cerfleet run). Without it every event is in every stream "
         "of FROM; with it an unmapped topic's events are in none",
+    )
+    p.add_argument(
+        "--max-lateness",
+        type=_duration,
+        metavar="DURATION",
+        help="evaluate each keyed partition's events in --time-field order when they "
+        "arrive at most DURATION (500ms, 2s, 1m, 1h) after a later one, as cerfleet run "
+        "--max-lateness; later ones are late (default: the query's BOUNDED_TIME "
+        "quarantine, else arrival order)",
     )
     add_fleet_options(p)
     p.set_defaults(handler=_submit)
@@ -209,6 +227,7 @@ def _submit(args: argparse.Namespace) -> int:
             time_field=args.time_field,
             max_outputs_per_event=args.max_outputs_per_event or DEFAULT_MAX_OUTPUTS_PER_EVENT,
             topic_streams=_topic_streams(args.topic_stream),
+            max_lateness=args.max_lateness,
         )
     except ValidationError as exc:
         raise CerfleetError(f"cannot register {args.name!r}: {validation_problems(exc)}") from exc

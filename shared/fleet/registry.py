@@ -80,14 +80,19 @@ class QuerySpec(BaseModel):
     # event's stream in `cerfleet run`). None: every event is in every stream of FROM.
     # A topic left out of the map carries events of no stream the query names.
     topic_streams: dict[str, str] | None = None
+    # Milliseconds of the time field by which events may arrive out of time order in a
+    # keyed partition (`cerfleet run --max-lateness`; a BOUNDED_TIME quarantine in the
+    # query sets it too). None: arrival order.
+    max_lateness: float | None = Field(None, ge=0)
 
     @model_serializer(mode="wrap")
     def _without_unset_streams(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # A record without a map is written as before the map existed, so workers of the
         # previous version (which forbid unknown fields) still read it during an upgrade.
         doc: dict[str, Any] = handler(self)
-        if doc.get("topic_streams") is None:
-            doc.pop("topic_streams", None)
+        for later in ("topic_streams", "max_lateness"):
+            if doc.get(later) is None:
+                doc.pop(later, None)
         return doc
 
     def compile(self) -> CompiledQuery:
@@ -118,11 +123,11 @@ class QuerySpec(BaseModel):
                 "owns it, in parallel. Use CONSUME BY PARTITION (restart only the key that "
                 "matched), or drop PARTITION BY."
             )
-        if query.pattern.max_lateness is not None:
+        declared = query.pattern.max_lateness
+        if query.pattern.quarantine is not None and self.max_lateness not in (None, declared):
             raise CerfleetError(
-                f"query {self.name!r}: its BOUNDED_TIME quarantine asks for events in time "
-                "order within a bound, which `cerfleet run` honours but the fleet's workers "
-                "do not (they evaluate each partition in arrival order); declare DIRECT"
+                f"query {self.name!r}: max_lateness {self.max_lateness:g} ms contradicts "
+                f"the query's {query.pattern.quarantine.kind.value} quarantine; give one"
             )
         return query
 
