@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from cerfleet.ceql.analysis import event_types
 from cerfleet.ceql.parser import parse, parse_and_check
+from cerfleet.ceql.printer import to_ceql
 from cerfleet.query import compile_query
 from tests.shared.oracle import oracle_by_end
 
@@ -141,3 +142,14 @@ def test_the_shapes_find_something_on_streams_made_for_them() -> None:
     ]
     assert oracle_by_end(parse_and_check(NOT_QUALIFIED), events, stream_field="stream")
     _check(NOT_QUALIFIED, events, "stream")
+
+
+def test_queries_with_quoted_names_and_qualified_negations_print_back_to_themselves() -> None:
+    text = """CREATE STREAM `from` { EVENT `select` { `max`: int, `a b`: string } }
+CREATE QUARANTINE { DIRECT { `from` } }
+SELECT `select` FROM `from`
+WHERE `select` ; NOT(`from`>`select` FILTER `select`[`max` > 1]) AS x ; NOT(`from`>`select`)
+FILTER `select`[`a b` = 'q']
+PARTITION BY [`a b`] WITHIN 3 [`max`]"""
+    query = parse_and_check(text)
+    assert parse(to_ceql(query)) == query
