@@ -5,6 +5,7 @@ checkpoint, so a crash and replay lose and repeat nothing."""
 from __future__ import annotations
 
 import io
+import os
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -29,6 +30,10 @@ QUERIES = {
     "late-declared": "CREATE QUARANTINE { BOUNDED_TIME 2 MILLISECONDS { S } } "
     "SELECT * FROM S WHERE A ; C FILTER C[v >= 1] WITHIN 3 [t]",
 }
+
+# The suite runs a few hundred examples per property; the proof run sets
+# CERFLEET_PROOF_EXAMPLES=2500.
+EXAMPLES = int(os.environ.get("CERFLEET_PROOF_EXAMPLES", "150"))
 
 
 def _catalog() -> tuple[Catalog, int]:
@@ -99,7 +104,7 @@ def _keyed_topic() -> str:
     return topic
 
 
-@settings(max_examples=150, deadline=None, database=None)
+@settings(max_examples=EXAMPLES, deadline=None, database=None)
 @given(events=_arrivals(), cuts=st.lists(st.integers(0, 26), max_size=4))
 def test_out_of_order_within_the_bound_gives_cerfleet_run_s_answer(
     events: list[dict[str, Any]], cuts: list[int]
@@ -109,7 +114,7 @@ def test_out_of_order_within_the_bound_gives_cerfleet_run_s_answer(
     assert _matches(got) == _embedded(events)
 
 
-@settings(max_examples=150, deadline=None, database=None)
+@settings(max_examples=EXAMPLES, deadline=None, database=None)
 @given(events=_arrivals(), data=st.data())
 def test_a_crash_with_events_held_loses_and_repeats_nothing(
     events: list[dict[str, Any]], data: st.DataObject

@@ -5,6 +5,7 @@ syntax already proved against the oracle, or is evaluated against it here."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +18,10 @@ from cerfleet.ceql.parser import parse, parse_and_check
 from cerfleet.ceql.printer import to_ceql
 from cerfleet.query import compile_query
 from tests.shared.oracle import oracle_by_end
+
+# The suite runs a few hundred examples per property; the proof run sets
+# CERFLEET_PROOF_EXAMPLES=2500.
+EXAMPLES = int(os.environ.get("CERFLEET_PROOF_EXAMPLES", "300"))
 
 
 @pytest.mark.parametrize(
@@ -114,14 +119,14 @@ def _check(text: str, stream: Sequence[dict[str, Any]], stream_field: str | None
         assert got == expected.get(index, set()), f"event {index}"
 
 
-@settings(max_examples=300, deadline=None, database=None)
+@settings(max_examples=EXAMPLES, deadline=None, database=None)
 @given(stream=_tasks())
 def test_the_google_cluster_shape_matches_the_oracle(stream: list[dict[str, Any]]) -> None:
     note(str(stream))
     _check(CLUSTER, stream, None)
 
 
-@settings(max_examples=300, deadline=None, database=None)
+@settings(max_examples=EXAMPLES, deadline=None, database=None)
 @given(stream=_two_streams())
 def test_not_of_a_qualified_event_matches_the_oracle(stream: list[dict[str, Any]]) -> None:
     note(str(stream))

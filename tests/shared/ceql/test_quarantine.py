@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,10 @@ from tests.shared.strategies import TIME_FIELD, queries, streams
 STREAMS = """CREATE STREAM S { EVENT A { x: int }, EVENT B { x: int } }
 CREATE STREAM T { EVENT C { x: int } }
 """
+
+# The suite runs a few hundred examples per property; the proof run sets
+# CERFLEET_PROOF_EXAMPLES=2500.
+EXAMPLES = int(os.environ.get("CERFLEET_PROOF_EXAMPLES", "300"))
 
 
 def _query(quarantine: str, from_: str = "S") -> str:
@@ -106,7 +111,7 @@ def _output(text: str, stream: Sequence[dict[str, Any]], max_lateness: float | N
     return found, evaluator.late
 
 
-@settings(max_examples=300, deadline=None, database=None)
+@settings(max_examples=EXAMPLES, deadline=None, database=None)
 @given(data=st.data(), query=queries())
 def test_bounded_time_input_shuffled_within_it_gives_the_time_ordered_output(
     data: st.DataObject, query: pattern.Pattern
