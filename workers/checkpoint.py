@@ -45,6 +45,9 @@ class QueryCheckpoint:
     fingerprint: str
     emitted: int
     snapshot: bytes
+    # A query with a lateness bound: its reorder stage (``workers.lateness``), held
+    # events included; None without a bound.
+    lateness: dict[str, Any] | None = None
 
 
 @dataclass
@@ -75,6 +78,7 @@ class Checkpoint:
                     "fingerprint": self.queries[n].fingerprint,
                     "emitted": self.queries[n].emitted,
                     "size": len(self.queries[n].snapshot),
+                    **_lateness(self.queries[n]),
                 }
                 for n in names
             ],
@@ -103,7 +107,11 @@ class Checkpoint:
         queries = {}
         for q in header["queries"]:
             queries[q["name"]] = QueryCheckpoint(
-                q["version"], q["fingerprint"], q["emitted"], data[at : at + q["size"]]
+                q["version"],
+                q["fingerprint"],
+                q["emitted"],
+                data[at : at + q["size"]],
+                q.get("lateness"),
             )
             at += q["size"]
         if at != len(data):
@@ -118,6 +126,11 @@ class Checkpoint:
             header["output_bounds"],
             int(header.get("registry_seen", 0)),
         )
+
+
+def _lateness(query: QueryCheckpoint) -> dict[str, Any]:
+    # Absent without a bound: checkpoints stay as before for such queries.
+    return {} if query.lateness is None else {"lateness": query.lateness}
 
 
 def checkpoint_key(keyed_topic: str, partition: int) -> bytes:

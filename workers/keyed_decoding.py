@@ -13,15 +13,16 @@ first), ``no_type`` and ``schema`` to the query.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from cerfleet.events.columns import column
 from cerfleet.events.ingest import JsonDecoder
 from cerfleet.fleet.records import RecordLimits, Rejected, decode_event, near_limits
 from cerfleet.workers.keyed_batch import KeyedBatch
-from cerfleet.workers.keyed_events import KeyedEvents
+from cerfleet.workers.keyed_events import STREAM_FIELD, KeyedEvents
 
 __all__ = ["RECORD_REASONS", "Decoded", "Screened", "decode_rows", "screen", "segments"]
 
@@ -83,8 +84,15 @@ def segments(rows: list[int], registries: Sequence[int]) -> Iterator[list[int]]:
     yield rows[start:]
 
 
-def decode_rows(decoder: JsonDecoder, batch: KeyedBatch, rows: Sequence[int]) -> Decoded:
-    """What ``decoder``'s query makes of ``rows`` of ``batch`` (values screened: not null)."""
+def decode_rows(
+    decoder: JsonDecoder,
+    batch: KeyedBatch,
+    rows: Sequence[int],
+    topic_streams: Mapping[str, str] | None = None,
+) -> Decoded:
+    """What ``decoder``'s query makes of ``rows`` of ``batch`` (values screened: not null).
+    ``topic_streams``: the query's input topic -> stream map; each event's stream is then
+    that of the topic its record was routed from (a column and ``KeyedEvent.stream``)."""
     values = batch.values
     decoded = decoder.decode([values[i] for i in rows], rows)  # type: ignore[misc]
     problems = [(i, _label(reason), reason) for i, reason in decoded.problems]
@@ -101,10 +109,16 @@ def decode_rows(decoder: JsonDecoder, batch: KeyedBatch, rows: Sequence[int]) ->
         problems.sort()
     sources = batch.sources
     offsets = batch.offsets
+    kept_sources = [sources[i] for i in kept]
+    columns = decoded.columns
+    streams: list[str | None] | None = None
+    if topic_streams is not None:
+        streams = [None if s is None else topic_streams.get(s[0]) for s in kept_sources]
+        columns = {**columns, STREAM_FIELD: column(streams)}
     return Decoded(
         kept,
-        decoded.columns,
-        KeyedEvents(decoded.events, [sources[i] for i in kept]),  # type: ignore[arg-type]
+        columns,
+        KeyedEvents(decoded.events, kept_sources, streams),  # type: ignore[arg-type]
         [offsets[i] for i in kept],
         problems,
     )

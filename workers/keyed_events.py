@@ -4,7 +4,8 @@ A worker decodes only what its queries read (``cerfleet.events.ingest``), so an 
 is its bytes plus a few decoded attributes (``RawEvent``). It also carries the input
 record it was routed from, which the output record names: as a mapping the event
 holds it under ``SOURCE_FIELD`` (not a CEQL identifier, so no query can read it), so
-snapshots and the embedded engine's view of the event keep it too.
+snapshots and the embedded engine's view of the event keep it too. For a query that
+maps input topics to streams, it holds its stream under ``STREAM_FIELD`` the same way.
 """
 
 from __future__ import annotations
@@ -15,21 +16,26 @@ from typing import Any, overload
 import orjson
 
 from cerfleet.events.raw_event import RawEvent
+from cerfleet.fleet.keyed import STREAM_FIELD
 
-__all__ = ["SOURCE_FIELD", "KeyedEvent", "KeyedEvents"]
+__all__ = ["SOURCE_FIELD", "STREAM_FIELD", "KeyedEvent", "KeyedEvents"]
 
 SOURCE_FIELD = "@cerfleet.source"
 
 
 class KeyedEvent(Mapping[str, Any]):
-    """The event ``event`` (read from its bytes) with its ``source`` under ``SOURCE_FIELD``."""
+    """The event ``event`` (read from its bytes) with its ``source`` under ``SOURCE_FIELD``
+    and, when its query maps topics to streams, its ``stream`` under ``STREAM_FIELD``."""
 
-    __slots__ = ("_source_json", "event", "raw", "source")
+    __slots__ = ("_source_json", "event", "raw", "source", "stream")
 
-    def __init__(self, event: RawEvent, source: Sequence[Any] | None) -> None:
+    def __init__(
+        self, event: RawEvent, source: Sequence[Any] | None, stream: str | None = None
+    ) -> None:
         self.event = event
         self.raw = event.raw
         self.source = source
+        self.stream = stream
         self._source_json: bytes | None = None
 
     def source_json(self) -> bytes:
@@ -46,17 +52,23 @@ class KeyedEvent(Mapping[str, Any]):
     def get(self, key: str, default: Any = None) -> Any:
         if key == SOURCE_FIELD and self.source is not None:
             return list(self.source)
+        if key == STREAM_FIELD and self.stream is not None:
+            return self.stream
         return self.event.get(key, default)
 
     def __getitem__(self, key: str) -> Any:
         if key == SOURCE_FIELD and self.source is not None:
             return list(self.source)
+        if key == STREAM_FIELD and self.stream is not None:
+            return self.stream
         return self.event[key]
 
     def __iter__(self) -> Iterator[str]:
-        if self.source is None:
+        if self.source is None and self.stream is None:
             return iter(self.event)
-        return iter([*(k for k in self.event if k != SOURCE_FIELD), SOURCE_FIELD])
+        own = (k for k in self.event if k not in (SOURCE_FIELD, STREAM_FIELD))
+        extra = [k for k, v in ((SOURCE_FIELD, self.source), (STREAM_FIELD, self.stream)) if v]
+        return iter([*own, *extra])
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
@@ -69,13 +81,19 @@ class KeyedEvents(Sequence[KeyedEvent]):
     """The rows of a decoded batch as ``KeyedEvent``s, made on first access (most rows
     are never looked at one by one)."""
 
-    __slots__ = ("_events", "_sources")
+    __slots__ = ("_events", "_sources", "_streams")
 
-    def __init__(self, events: Sequence[RawEvent], sources: Sequence[Sequence[Any] | None]) -> None:
+    def __init__(
+        self,
+        events: Sequence[RawEvent],
+        sources: Sequence[Sequence[Any] | None],
+        streams: Sequence[str | None] | None = None,
+    ) -> None:
         if len(events) != len(sources):
             raise ValueError(f"{len(events)} events for {len(sources)} sources")
         self._events = events
         self._sources = sources
+        self._streams = streams
 
     def __len__(self) -> int:
         return len(self._events)
@@ -89,4 +107,7 @@ class KeyedEvents(Sequence[KeyedEvent]):
     def __getitem__(self, i: int | slice) -> KeyedEvent | Sequence[KeyedEvent]:
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(len(self)))]
-        return KeyedEvent(self._events[i], self._sources[i])
+        streams = self._streams
+        return KeyedEvent(
+            self._events[i], self._sources[i], None if streams is None else streams[i]
+        )

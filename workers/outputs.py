@@ -42,7 +42,7 @@ import orjson
 from cerfleet.complex_event import ComplexEvent
 from cerfleet.events.jsonl import loads
 from cerfleet.fleet.keyed import ORIGIN_HEADER, header_items
-from cerfleet.workers.keyed_events import SOURCE_FIELD, KeyedEvent
+from cerfleet.workers.keyed_events import SOURCE_FIELD, STREAM_FIELD, KeyedEvent
 
 __all__ = [
     "MAX_OUTPUT_BYTES",
@@ -181,4 +181,5 @@ def published_seqs(
 
 
 def strip_source(event: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in event.items() if k != SOURCE_FIELD}
+    """The event as it came in: without what the worker added (its source, its stream)."""
+    return {k: v for k, v in event.items() if k not in (SOURCE_FIELD, STREAM_FIELD)}

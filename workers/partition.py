@@ -37,6 +37,7 @@ import time
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from cerfleet.complex_event import ComplexEvent
 from cerfleet.evaluation.query_evaluator import QueryEvaluator
@@ -47,6 +48,7 @@ from cerfleet.workers.catalog import Catalog
 from cerfleet.workers.checkpoint import Checkpoint, QueryCheckpoint
 from cerfleet.workers.keyed_batch import KeyedBatch
 from cerfleet.workers.keyed_decoding import RECORD_REASONS, decode_rows, screen, segments
+from cerfleet.workers.lateness import Lateness, in_time_order, stage_of
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +97,7 @@ class QueryRun:
     evaluator: QueryEvaluator
     emitted: int = 0  # outputs numbered so far
     suppress: int = 0  # outputs numbered below this were already published
+    lateness: Lateness | None = None  # the reorder stage of a query with a bound
 
     @property
     def name(self) -> str:
@@ -154,7 +157,9 @@ class PartitionState:
         outputs: list[Output] = []
         for run, rows in work.values():
             evaluator = run.evaluator
-            decoded = decode_rows(evaluator.query.json_decoder, batch, rows)
+            decoded = decode_rows(
+                evaluator.query.json_decoder, batch, rows, run.entry.spec.topic_streams
+            )
             for i, reason, error in decoded.problems:
                 if reason in RECORD_REASONS:
                     if i not in reported:  # one letter per record, whichever query saw it
@@ -166,9 +171,12 @@ class PartitionState:
                 continue
             evaluator.max_outputs = run.max_outputs or self.max_outputs_per_event
             started = time.perf_counter()
-            ces = evaluator.process_columns(
-                decoded.columns, events=decoded.events, positions=decoded.positions
-            )
+            if run.lateness is None:
+                ces = evaluator.process_columns(
+                    decoded.columns, events=decoded.events, positions=decoded.positions
+                )
+            else:
+                ces = in_time_order(run.lateness, evaluator, decoded.events, decoded.positions)
             spent = time.perf_counter() - started
             self.evaluation_seconds[run.name] = self.evaluation_seconds.get(run.name, 0.0) + spent
             cut = set(evaluator.truncated_ends)
@@ -264,9 +272,15 @@ class PartitionState:
                 self.runs[name] = self._new_run(entry, entry.query.evaluator(), 0)
         return [self.runs[n] for n in sorted(self.runs)]
 
-    def _new_run(self, entry: Registered, evaluator: QueryEvaluator, emitted: int) -> QueryRun:
+    def _new_run(
+        self,
+        entry: Registered,
+        evaluator: QueryEvaluator,
+        emitted: int,
+        lateness: dict[str, Any] | None = None,
+    ) -> QueryRun:
         published = self.published.get((entry.spec.name, entry.version), -1)
-        return QueryRun(entry, evaluator, emitted, published + 1)
+        return QueryRun(entry, evaluator, emitted, published + 1, stage_of(entry, lateness))
 
     # -- checkpoints ---------------------------------------------------------------
 
@@ -289,6 +303,7 @@ class PartitionState:
                     run.evaluator.query.fingerprint,
                     run.emitted,
                     snapshots[name],
+                    None if run.lateness is None else run.lateness.export(),
                 )
                 for name, run in self.runs.items()
             },
@@ -331,7 +346,7 @@ class PartitionState:
                     f"version {qc.version}, which the registry does not hold"
                 )
             evaluator = entry.query.restore(qc.snapshot)
-            state.runs[name] = state._new_run(entry, evaluator, qc.emitted)
+            state.runs[name] = state._new_run(entry, evaluator, qc.emitted, qc.lateness)
         return state
 
     def active_keys(self) -> int:

@@ -16,6 +16,7 @@ from typing import NoReturn
 from cerfleet import pattern
 from cerfleet.cea.regex import LikeSyntaxError, compile_like
 from cerfleet.ceql.correlations import check_correlations
+from cerfleet.ceql.quarantine import check_quarantines
 from cerfleet.errors import CEQLError
 
 __all__ = ["check"]
@@ -150,6 +151,7 @@ class _Checker:
         self._formula()
         self._partition()
         self._window()
+        check_quarantines(q, self.fail)
         if q.limit is not None and q.limit <= 0:
             self.fail("LIMIT must be positive", q.limit_span, "a whole number of at least 1")
 

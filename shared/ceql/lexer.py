@@ -61,7 +61,17 @@ def _is(tokens: list[Token], i: int, kind: str) -> bool:
 
 def _retype(tokens: list[Token]) -> list[Token]:
     _reject_unclosed_comment(tokens)
-    return _mark_filters(_stream_qualifiers(_keywords(tokens)))
+    return _mark_filters(_stream_qualifiers(_unquote_names(_quarantine(_keywords(tokens)))))
+
+
+def _unquote_names(tokens: list[Token]) -> list[Token]:
+    """A backtick-quoted identifier is a NAME, whatever it spells (never a keyword)."""
+    return [
+        Token.new_borrow_pos("NAME", tok.value[1:-1].replace("``", "`"), tok)
+        if tok.type == "NAME" and tok.value.startswith("`")
+        else tok
+        for tok in tokens
+    ]
 
 
 def _stream_qualifiers(tokens: list[Token]) -> list[Token]:
@@ -79,6 +89,33 @@ def _stream_qualifiers(tokens: list[Token]) -> list[Token]:
             and _is(tokens, i + 1, "NAME")
         ):
             out[i] = _retyped(tok, "STREAM_GT")
+    return out
+
+
+_POLICIES = frozenset({"FIXED_TIME", "BOUNDED_TIME", "DIRECT"})
+
+
+def _quarantine(tokens: list[Token]) -> list[Token]:
+    """``CREATE QUARANTINE { POLICY span { S, ... } ... }``: QUARANTINE right after
+    CREATE and the policy names at the block's own level are keywords there only, so
+    they stay usable as stream, event and attribute names everywhere else."""
+    out = list(tokens)
+    for i, tok in enumerate(tokens):
+        if not (
+            tok.type == "CREATE"
+            and _is(tokens, i + 1, "NAME")
+            and tokens[i + 1].value.upper() == "QUARANTINE"
+        ):
+            continue
+        out[i + 1] = _retyped(tokens[i + 1], "QUARANTINE")
+        depth = 0
+        for j in range(i + 2, len(tokens)):
+            kind = tokens[j].type
+            depth += {"LBRACE": 1, "RBRACE": -1}.get(kind, 0)
+            if depth <= 0 and kind == "RBRACE":
+                break
+            if depth == 1 and kind == "NAME" and tokens[j].value.upper() in _POLICIES:
+                out[j] = _retyped(tokens[j], tokens[j].value.upper())
     return out
 
 

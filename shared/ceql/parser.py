@@ -10,7 +10,6 @@ Every syntax error becomes a ``CEQLError`` naming what was expected.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,8 +19,9 @@ from lark.tree import Meta
 
 from cerfleet import pattern
 from cerfleet.ceql.analysis import check
+from cerfleet.ceql.declaration_tree import DeclarationTree, Names, plural
 from cerfleet.ceql.lexer import CEQLLexer, Malformed
-from cerfleet.ceql.predicate_tree import PredicateTree, span_of, token_span
+from cerfleet.ceql.predicate_tree import span_of, token_span
 from cerfleet.ceql.syntax_errors import (
     unexpected_character,
     unexpected_token,
@@ -47,46 +47,22 @@ _PARSER = Lark.open_from_package(
 # --------------------------------------------------------- tree to AST
 
 
-# CORE's engine declares attributes as `long` too.
-_TYPE_SYNONYMS = {"long": "int"}
-
-
-def _plural(unit: Token) -> str:
-    upper = unit.value.upper()
-    return upper if upper.endswith("S") else upper + "S"
-
-
-@dataclass(frozen=True)
-class _Names:
-    """Identifiers of a clause (SELECT list, FROM list, PARTITION BY) with their spans."""
-
-    names: tuple[str, ...]
-    spans: tuple[pattern.Span | None, ...]
-
-    @classmethod
-    def of(cls, tokens: Iterable[Token]) -> _Names:
-        toks = [t for t in tokens if isinstance(t, Token) and t.type == "NAME"]
-        return cls(tuple(t.value for t in toks), tuple(token_span(t) for t in toks))
-
-
 @dataclass(frozen=True)
 class _Select:
     strategy: pattern.Strategy
-    variables: _Names | None  # None: SELECT *
+    variables: Names | None  # None: SELECT *
 
 
 @v_args(meta=True)
-class _ToAst(PredicateTree):
+class _ToAst(DeclarationTree):
     """Builds AST nodes bottom-up; children are the already transformed nodes."""
-
-    def __init__(self, source: str) -> None:
-        super().__init__()
-        self._source = source
 
     # ---- query and clauses
 
     def start(self, meta: Meta, children: list[Any]) -> pattern.Pattern:
         *decls, select, from_, _where, where, partition, within, consume, limit = children
+        quarantines = tuple(q for d in decls if isinstance(d, tuple) for q in d)
+        decls = [d for d in decls if isinstance(d, pattern.StreamDecl)]
         return pattern.Pattern(
             where=where,
             select=select.variables.names if select.variables else None,
@@ -97,60 +73,39 @@ class _ToAst(PredicateTree):
             consume=consume or pattern.Consume.NONE,
             limit=int(limit.value) if limit else None,
             declarations=tuple(decls),
+            quarantines=quarantines,
             select_spans=select.variables.spans if select.variables else (),
             stream_spans=from_.spans,
             partition_spans=partition.spans if partition else (),
             limit_span=token_span(limit) if limit else None,
         )
 
-    def declaration(self, meta: Meta, children: list[Any]) -> pattern.StreamDecl:
-        _declare, _stream, name, *events = children
-        return pattern.StreamDecl(name.value, tuple(events), token_span(name))
-
-    def event_decl(self, meta: Meta, children: list[Any]) -> pattern.EventDecl:
-        _event, name, *attrs = children
-        return pattern.EventDecl(
-            name.value, tuple(a for a in attrs if a is not None), token_span(name)
-        )
-
-    def attr_decl(self, meta: Meta, children: list[Token]) -> tuple[str, pattern.AttrType]:
-        name, type_ = children
-        spelled = type_.value.lower()
-        try:
-            return name.value, pattern.AttrType(_TYPE_SYNONYMS.get(spelled, spelled))
-        except ValueError:
-            raise self._error(
-                f"unknown attribute type '{type_.value}'",
-                type_,
-                "one of: " + ", ".join(t.value for t in pattern.AttrType),
-            ) from None
-
     def select(self, meta: Meta, children: list[Any]) -> _Select:
         _select, strategy, *rest = children
         star = any(isinstance(t, Token) and t.type == "STAR" for t in rest)
-        return _Select(strategy or pattern.Strategy.ALL, None if star else _Names.of(rest))
+        return _Select(strategy or pattern.Strategy.ALL, None if star else Names.of(rest))
 
     def strategy(self, meta: Meta, children: list[Token]) -> pattern.Strategy:
-        return pattern.Strategy[children[0].type]
+        return pattern.Strategy[children[0].type.replace("ANY", "ALL")]
 
-    def from_clause(self, meta: Meta, children: list[Token]) -> _Names:
-        return _Names.of(children)
+    def from_clause(self, meta: Meta, children: list[Token]) -> Names:
+        return Names.of(children)
 
-    def partition(self, meta: Meta, children: list[Any]) -> _Names:
-        groups: list[_Names] = children[2:]
-        return _Names(
+    def partition(self, meta: Meta, children: list[Any]) -> Names:
+        groups: list[Names] = children[2:]
+        return Names(
             tuple(n for g in groups for n in g.names), tuple(s for g in groups for s in g.spans)
         )
 
-    def attr_group(self, meta: Meta, children: list[Token]) -> _Names:
-        return _Names.of(children)
+    def attr_group(self, meta: Meta, children: list[Token]) -> Names:
+        return Names.of(children)
 
     def within_events(self, meta: Meta, children: list[Any]) -> pattern.Window:
         return pattern.Window(pattern.WindowKind.EVENTS, children[1].value, span=span_of(meta))
 
     def within_time(self, meta: Meta, children: list[Any]) -> pattern.Window:
         numbers, units = children[1::2], children[2::2]
-        parts = [(n.value, _plural(u)) for n, u in zip(numbers, units, strict=True)]
+        parts = [(n.value, plural(u)) for n, u in zip(numbers, units, strict=True)]
         if len(parts) == 1:
             amount, unit = parts[0]
             return pattern.Window(pattern.WindowKind.TIME, amount, unit=unit, span=span_of(meta))
@@ -201,6 +156,16 @@ class _ToAst(PredicateTree):
     def negated_filtered(self, meta: Meta, children: list[Any]) -> tuple[str, pattern.Pred]:
         name, _filter, filter_ = children
         return name.value, self._own_predicate(name, filter_)
+
+    def negated_qualified(self, meta: Meta, children: list[Any]) -> tuple[str, pattern.Pred]:
+        stream, _gt, name, *filtered = children
+        qualifier: pattern.Pred = pattern.InStream((stream.value,), span_of(meta))
+        if filtered:
+            own = self._own_predicate(name, filtered[1])
+            qualifier = pattern.PAnd(qualifier, own, span_of(meta))
+        return name.value, qualifier
+
+    negated_qualified_filtered = negated_qualified
 
     def _own_predicate(self, name: Token, filter_: pattern.FilterExpr) -> pattern.Pred:
         """A filter of the excluded event's own type as one predicate on that event
@@ -270,16 +235,6 @@ class _ToAst(PredicateTree):
         return pattern.FilterAtom(var.value, pred, token_span(var))
 
     # ---- predicates
-
-    def _error(self, message: str, tok: Token, expected: str) -> CEQLError:
-        return CEQLError(
-            message,
-            line=tok.line or 1,
-            column=tok.column or 1,
-            length=len(tok.value),
-            source=self._source,
-            expected=expected,
-        )
 
 
 # ---------------------------------------------------------------- API

@@ -109,6 +109,23 @@ class PredicateTree(Transformer[Token, Any]):
     def correlation(self, meta: Meta, children: list[Any]) -> pattern.Correlation:
         return pattern.Correlation(self.compare(meta, children), span_of(meta))
 
+    def correlation_chain(self, meta: Meta, children: list[Any]) -> pattern.FilterExpr:
+        """``x = y = z``: ``x = y AND y = z``, each pair its own correlation (so each
+        equality can still key the evaluator, as a written pair does)."""
+        span = span_of(meta)
+        pairs: list[pattern.FilterExpr] = [
+            pattern.Correlation(self.compare(meta, children[i : i + 3]), span)
+            for i in range(0, len(children) - 2, 2)
+        ]
+        chain = pairs[0]
+        for pair in pairs[1:]:
+            chain = pattern.FilterAnd(chain, pair, span)
+        return chain
+
+    def pos(self, meta: Meta, children: list[Any]) -> pattern.Expr:
+        operand: pattern.Expr = children[1]
+        return operand
+
     def attr(self, meta: Meta, children: list[Token]) -> pattern.Attr:
         return pattern.Attr(children[0].value, token_span(children[0]))
 

@@ -14,10 +14,19 @@ unary minus.
 from __future__ import annotations
 
 import math
+import re
 
 from cerfleet import pattern
+from cerfleet.ceql.lexer import PLAIN_KEYWORDS
 
-__all__ = ["format_filter", "format_formula", "format_predicate", "format_value", "to_ceql"]
+__all__ = [
+    "format_filter",
+    "format_formula",
+    "format_name",
+    "format_predicate",
+    "format_value",
+    "to_ceql",
+]
 
 
 # ------------------------------------------------------------------------ literals
@@ -25,6 +34,20 @@ __all__ = ["format_filter", "format_formula", "format_predicate", "format_value"
 # Only escapes the parser resolves; any other character (even a raw newline)
 # may stand inside the quotes as is.
 _STRING_ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\t": "\\t"}
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_RESERVED = frozenset(
+    {*PLAIN_KEYWORDS, *pattern.TIME_UNITS_MS, *(u.removesuffix("S") for u in pattern.TIME_UNITS_MS)}
+)
+
+
+def format_name(name: str) -> str:
+    """A name as it re-parses to itself: bare when it is a plain identifier that no
+    keyword spells, else in backticks (a backtick inside doubled)."""
+    if _IDENTIFIER.fullmatch(name) and name.upper() not in _RESERVED:
+        return name
+    return "`" + name.replace("`", "``") + "`"
 
 
 def format_string(value: str) -> str:
@@ -62,10 +85,10 @@ def _expr_level(expr: pattern.Expr) -> int:
 def format_expr(expr: pattern.Expr) -> str:
     """An arithmetic expression."""
     if isinstance(expr, pattern.Attr):
-        return expr.name
+        return format_name(expr.name)
     if isinstance(expr, pattern.VarAttr):
-        ref = f"{expr.var}[{expr.attr}]"
-        return f"PREV({expr.var})[{expr.attr}]" if expr.back else ref
+        var, attr = format_name(expr.var), format_name(expr.attr)
+        return f"PREV({var})[{attr}]" if expr.back else f"{var}[{attr}]"
     if isinstance(expr, pattern.Const):
         return format_value(expr.value)
     if isinstance(expr, pattern.Neg):
@@ -130,7 +153,7 @@ def _not(negated: bool) -> str:
 def format_filter(filt: pattern.FilterExpr) -> str:
     """A filter: ``x[P]`` atoms combined with AND / OR."""
     if isinstance(filt, pattern.FilterAtom):
-        return f"{filt.var}[{format_predicate(filt.pred)}]"
+        return f"{format_name(filt.var)}[{format_predicate(filt.pred)}]"
     if isinstance(filt, pattern.Correlation):
         return format_predicate(filt.pred)
     if isinstance(filt, pattern.FilterAnd | pattern.FilterOr):
@@ -173,7 +196,7 @@ def _qualifier(formula: pattern.Formula) -> str | None:
             formula=pattern.EventType(name=name),
             filter=pattern.FilterAtom(var=var, pred=pattern.InStream(streams=(stream,))),
         ) if var == name:
-            return f"{stream}>{name}"
+            return f"{format_name(stream)}>{format_name(name)}"
     return None
 
 
@@ -194,11 +217,11 @@ def _level(formula: pattern.Formula) -> int:
 def format_formula(formula: pattern.Formula) -> str:
     """A CEL formula with the parentheses its structure needs."""
     if isinstance(formula, pattern.EventType):
-        return formula.name
+        return format_name(formula.name)
     if isinstance(formula, pattern.As):
         # Postfix operands stay bare only when atomic, so `A+ AS x` vs `A AS x+`
         # chains never come up.
-        return f"{_operand(formula.formula, _ATOM)} AS {formula.var}"
+        return f"{_operand(formula.formula, _ATOM)} AS {format_name(formula.var)}"
     if isinstance(formula, pattern.Plus):
         return f"{_operand(formula.formula, _ATOM)}+"
     if isinstance(formula, pattern.ContiguousPlus):
@@ -211,7 +234,9 @@ def format_formula(formula: pattern.Formula) -> str:
         return f"NOT({_negated(formula.etype, formula.pred)})"
     if isinstance(formula, pattern.Absent):
         excluded = (
-            formula.etype if formula.pred is None else f"({_negated(formula.etype, formula.pred)})"
+            format_name(formula.etype)
+            if formula.pred is None
+            else f"({_negated(formula.etype, formula.pred)})"
         )
         left, right = _operand(formula.left, _SEQ), _operand(formula.right, _POSTFIX)
         return f"{left} ; !{excluded} ; {right}"
@@ -230,7 +255,14 @@ def format_formula(formula: pattern.Formula) -> str:
 
 
 def _negated(etype: str, pred: pattern.Pred | None) -> str:
-    return etype if pred is None else f"{etype} FILTER {etype}[{format_predicate(pred)}]"
+    name = format_name(etype)
+    # NOT(S>E ...): the parser puts the stream first, alone or conjoined with the filter.
+    match pred:
+        case pattern.InStream(streams=(stream,)):
+            return f"{format_name(stream)}>{name}"
+        case pattern.PAnd(left=pattern.InStream(streams=(stream,)), right=own):
+            return f"{format_name(stream)}>{name} FILTER {name}[{format_predicate(own)}]"
+    return name if pred is None else f"{name} FILTER {name}[{format_predicate(pred)}]"
 
 
 def _operand(formula: pattern.Formula, min_level: int) -> str:
@@ -257,22 +289,32 @@ def _format_window(window: pattern.Window) -> str:
         return f"WITHIN {amount} {window.unit}"
     if window.attr is None:
         raise ValueError("an ATTRIBUTE window needs an attribute")
-    return f"WITHIN {amount} [{window.attr}]"
+    return f"WITHIN {amount} [{format_name(window.attr)}]"
 
 
 def _format_declaration(decl: pattern.StreamDecl) -> str:
     events = ", ".join(
         "EVENT {} {{ {} }}".format(
-            event.name, ", ".join(f"{name}: {kind.value}" for name, kind in event.attributes)
+            format_name(event.name),
+            ", ".join(f"{format_name(name)}: {kind.value}" for name, kind in event.attributes),
         )
         for event in decl.events
     )
-    return f"DECLARE STREAM {decl.name} {{ {events} }}"
+    return f"DECLARE STREAM {format_name(decl.name)} {{ {events} }}"
+
+
+def _format_quarantine(policy: pattern.Quarantine) -> str:
+    span = "" if policy.span_ms is None else f" {_format_number(policy.span_ms)} MILLISECONDS"
+    streams = ", ".join(map(format_name, policy.streams))
+    return f"{policy.kind.value}{span} {{ {streams} }}"
 
 
 def to_ceql(query: pattern.Pattern) -> str:
     """The query as CEQL text, one clause per line."""
     lines = [_format_declaration(decl) for decl in query.declarations]
+    if query.quarantines:
+        policies = " ".join(_format_quarantine(policy) for policy in query.quarantines)
+        lines.append(f"CREATE QUARANTINE {{ {policies} }}")
 
     select = "SELECT "
     if query.strategy is not pattern.Strategy.ALL:
@@ -280,16 +322,16 @@ def to_ceql(query: pattern.Pattern) -> str:
     if query.select is None:
         select += "*"
     elif query.select:
-        select += ", ".join(query.select)
+        select += ", ".join(map(format_name, query.select))
     else:
         raise ValueError("a query must select * or at least one variable")
     lines.append(select)
 
     if query.streams:
-        lines.append("FROM " + ", ".join(query.streams))
+        lines.append("FROM " + ", ".join(map(format_name, query.streams)))
     lines.append("WHERE " + format_formula(query.where))
     if query.partition_by:
-        lines.append("PARTITION BY [" + ", ".join(query.partition_by) + "]")
+        lines.append("PARTITION BY [" + ", ".join(map(format_name, query.partition_by)) + "]")
     if query.within is not None:
         lines.append(_format_window(query.within))
     if query.consume is not pattern.Consume.NONE:

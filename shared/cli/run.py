@@ -15,10 +15,13 @@ import stat
 import sys
 import time
 from pathlib import Path
-from typing import Any, BinaryIO, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from cerfleet.errors import CEQLError
 from cerfleet.events.reader import FORMATS, STDIN, STDIN_NAME, MalformedEvent
+
+if TYPE_CHECKING:
+    from cerfleet.pattern import Pattern
 
 __all__ = ["register", "run"]
 
@@ -122,6 +125,22 @@ def _duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def _lateness(form: Pattern, flag: float | None) -> float | str | None:
+    """The lateness bound: the query's CREATE QUARANTINE policy for its streams, else
+    ``--max-lateness``; a message when both are given and disagree."""
+    policy = form.quarantine
+    if policy is None or flag == form.max_lateness:
+        return flag
+    if flag is not None:
+        declared = form.max_lateness
+        said = "arrival order" if declared is None else f"a bound of {declared:g} ms"
+        return (
+            f"--max-lateness {flag:g} ms contradicts the query's {policy.kind.value} "
+            f"quarantine ({said}); give one of them"
+        )
+    return form.max_lateness
+
+
 def _error(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -164,6 +183,10 @@ def run(args: argparse.Namespace) -> int:
     except CEQLError as err:
         _error(f"{query_path}: {err}")
         return EXIT_USAGE
+    max_lateness = _lateness(compiled.pattern, args.max_lateness)
+    if isinstance(max_lateness, str):
+        _error(f"{query_path}: {max_lateness}")
+        return EXIT_USAGE
 
     source: BinaryIO
     if args.events == STDIN:
@@ -191,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
             source,
             format=args.format,
             strict=args.strict,
-            max_lateness=args.max_lateness,
+            max_lateness=max_lateness,
         ):
             for line, reason in step.reports:
                 _error(f"{name}:{line}: {reason}")

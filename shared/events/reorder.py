@@ -19,8 +19,8 @@ import heapq
 import itertools
 import math
 import re
-from collections.abc import Iterator
-from typing import Generic, TypeVar
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Generic, TypeVar
 
 __all__ = ["Reorder", "parse_duration"]
 
@@ -71,6 +71,28 @@ class Reorder(Generic[T]):
 
     def __len__(self) -> int:
         return len(self._held)
+
+    def export(self, encode: Callable[[T], Any]) -> dict[str, Any]:
+        """The buffer as JSON-able data (items through ``encode``), for a checkpoint:
+        ``restore`` continues it exactly, so a replay releases what this one would."""
+        held = sorted(self._held)
+        arrivals = max((arrival for _, arrival, _ in held), default=-1) + 1
+        return {
+            "max_lateness": self.max_lateness,
+            "latest": None if self._latest == -math.inf else self._latest,
+            "held": [[time, arrival, encode(item)] for time, arrival, item in held],
+            "arrivals": arrivals,
+        }
+
+    @classmethod
+    def restore(cls, state: Mapping[str, Any], decode: Callable[[Any], T]) -> Reorder[T]:
+        buffer: Reorder[T] = cls(float(state["max_lateness"]))
+        latest = state["latest"]
+        buffer._latest = -math.inf if latest is None else float(latest)
+        buffer._held = [(float(t), int(a), decode(item)) for t, a, item in state["held"]]
+        heapq.heapify(buffer._held)
+        buffer._arrivals = itertools.count(int(state["arrivals"]))
+        return buffer
 
     def _release(self, watermark: float) -> list[T]:
         out: list[T] = []

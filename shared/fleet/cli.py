@@ -21,6 +21,30 @@ __all__ = ["DEFAULT_IDLE_TIMEOUT", "register"]
 DEFAULT_IDLE_TIMEOUT = 5.0
 
 
+def _topic_streams(pairs: list[str] | None) -> dict[str, str] | None:
+    """``--topic-stream TOPIC=STREAM`` options as a map (None when there are none)."""
+    if not pairs:
+        return None
+    out: dict[str, str] = {}
+    for pair in pairs:
+        topic, eq, stream = pair.rpartition("=")
+        if not eq or not topic or not stream:
+            raise CerfleetError(f"--topic-stream {pair!r}: expected TOPIC=STREAM")
+        if out.get(topic, stream) != stream:
+            raise CerfleetError(f"--topic-stream: topic {topic!r} mapped to two streams")
+        out[topic] = stream
+    return out
+
+
+def _duration(text: str) -> float:
+    from cerfleet.events.reorder import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -79,6 +103,23 @@ def register(subparsers: Any) -> None:
         help="the most complex events one event may make this query emit; every worker "
         "cuts there, flags the output record and counts the cut in "
         "cerfleet_worker_truncated_events_total (default 10,000)",
+    )
+    p.add_argument(
+        "--topic-stream",
+        action="append",
+        metavar="TOPIC=STREAM",
+        help="the records of input TOPIC are events of stream STREAM of FROM (repeatable; "
+        "as --stream-field in cerfleet run). Without it every event is in every stream "
+        "of FROM; with it an unmapped topic's events are in none",
+    )
+    p.add_argument(
+        "--max-lateness",
+        type=_duration,
+        metavar="DURATION",
+        help="evaluate each keyed partition's events in --time-field order when they "
+        "arrive at most DURATION (500ms, 2s, 1m, 1h) after a later one, as cerfleet run "
+        "--max-lateness; later ones are late (default: the query's BOUNDED_TIME "
+        "quarantine, else arrival order)",
     )
     add_fleet_options(p)
     p.set_defaults(handler=_submit)
@@ -185,6 +226,8 @@ def _submit(args: argparse.Namespace) -> int:
             type_field=args.type_field,
             time_field=args.time_field,
             max_outputs_per_event=args.max_outputs_per_event or DEFAULT_MAX_OUTPUTS_PER_EVENT,
+            topic_streams=_topic_streams(args.topic_stream),
+            max_lateness=args.max_lateness,
         )
     except ValidationError as exc:
         raise CerfleetError(f"cannot register {args.name!r}: {validation_problems(exc)}") from exc

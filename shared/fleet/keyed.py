@@ -34,6 +34,10 @@ ERROR_HEADER = "cerfleet-error"
 QUERY_HEADER = "cerfleet-query"
 STAGE_HEADER = "cerfleet-stage"
 ORIGIN_HEADER = "cerfleet-origin"
+# The attribute a query with a topic→stream map (``QuerySpec.topic_streams``) reads as
+# an event's stream: the worker answers it from the input topic the record came from.
+# Not a CEQL identifier, so no event's own attribute can be taken for it.
+STREAM_FIELD = "@cerfleet.stream"
 
 _SCALARS = (str, int, float, bool)
 _TOPIC_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")

@@ -23,10 +23,17 @@ from typing import Any
 
 import orjson
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from cerfleet.errors import CerfleetError
-from cerfleet.fleet.keyed import coordinates
+from cerfleet.fleet.keyed import STREAM_FIELD, coordinates
 from cerfleet.fleet.topics import ensure_topics
 from cerfleet.pattern import Consume
 from cerfleet.query import CompiledQuery, compile_query
@@ -69,17 +76,58 @@ class QuerySpec(BaseModel):
     # elsewhere would number them differently. None (records written before the cap
     # was registered): the workers' own max_outputs_per_event.
     max_outputs_per_event: int | None = Field(None, ge=1)
+    # Input topic -> the stream of FROM its records are in (as `--stream-field` names an
+    # event's stream in `cerfleet run`). None: every event is in every stream of FROM.
+    # A topic left out of the map carries events of no stream the query names.
+    topic_streams: dict[str, str] | None = None
+    # Milliseconds of the time field by which events may arrive out of time order in a
+    # keyed partition (`cerfleet run --max-lateness`; a BOUNDED_TIME quarantine in the
+    # query sets it too). None: arrival order.
+    max_lateness: float | None = Field(None, ge=0)
+
+    @model_serializer(mode="wrap")
+    def _without_unset_streams(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A record without a map is written as before the map existed, so workers of the
+        # previous version (which forbid unknown fields) still read it during an upgrade.
+        doc: dict[str, Any] = handler(self)
+        for later in ("topic_streams", "max_lateness"):
+            if doc.get(later) is None:
+                doc.pop(later, None)
+        return doc
 
     def compile(self) -> CompiledQuery:
         """Compile the query; raises ``CEQLError`` (with line and column) or ``CerfleetError``
         when the fleet cannot run it."""
-        query = compile_query(self.ceql, type_field=self.type_field, time_field=self.time_field)
+        stream_field = None if self.topic_streams is None else STREAM_FIELD
+        query = compile_query(
+            self.ceql,
+            type_field=self.type_field,
+            time_field=self.time_field,
+            stream_field=stream_field,
+        )
+        for topic, stream in (self.topic_streams or {}).items():
+            if topic not in self.input_topics:
+                raise CerfleetError(
+                    f"query {self.name!r}: topic {topic!r} is mapped to a stream but is not "
+                    f"an input topic ({', '.join(self.input_topics)})"
+                )
+            if stream not in query.pattern.streams:
+                raise CerfleetError(
+                    f"query {self.name!r}: topic {topic!r} is mapped to stream {stream!r}, "
+                    f"which is not in FROM ({', '.join(query.pattern.streams)})"
+                )
         if query.partitioned and query.consume is Consume.ANY:
             raise CerfleetError(
                 f"query {self.name!r}: CONSUME BY ANY with PARTITION BY needs one global order "
                 "of events across all keys, but the fleet evaluates each key on whichever worker "
                 "owns it, in parallel. Use CONSUME BY PARTITION (restart only the key that "
                 "matched), or drop PARTITION BY."
+            )
+        declared = query.pattern.max_lateness
+        if query.pattern.quarantine is not None and self.max_lateness not in (None, declared):
+            raise CerfleetError(
+                f"query {self.name!r}: max_lateness {self.max_lateness:g} ms contradicts "
+                f"the query's {query.pattern.quarantine.kind.value} quarantine; give one"
             )
         return query
 

@@ -85,6 +85,27 @@ class StreamDecl:
     span: Span | None = _span()
 
 
+class QuarantineKind(enum.Enum):
+    """CORE's quarantine policies: how the events of a set of streams are ordered
+    before queries over exactly that set see them."""
+
+    DIRECT = "DIRECT"  # in arrival order
+    BOUNDED_TIME = "BOUNDED_TIME"  # in time order within a lateness bound
+    FIXED_TIME = "FIXED_TIME"  # each held a span of wall-clock time (refused)
+
+
+@dataclass(frozen=True)
+class Quarantine:
+    """One policy of ``CREATE QUARANTINE { ... }``: its kind, its span in milliseconds
+    (None for DIRECT) and the set of streams it governs."""
+
+    kind: QuarantineKind
+    streams: tuple[str, ...]
+    span_ms: int | float | None = None
+    span: Span | None = _span()
+    stream_spans: tuple[Span | None, ...] = field(default=(), compare=False, repr=False)
+
+
 @dataclass(frozen=True)
 class Pattern:
     """A whole pattern: the formula ``where`` and the options around it.
@@ -103,9 +124,28 @@ class Pattern:
     consume: Consume = Consume.NONE
     limit: int | None = None
     declarations: tuple[StreamDecl, ...] = ()
+    quarantines: tuple[Quarantine, ...] = ()
     select_spans: tuple[Span | None, ...] = field(default=(), compare=False, repr=False)
     # Parallel to ``streams`` and ``partition_by``, and the ``n`` of ``LIMIT n``,
     # so semantic errors about them can point at the text.
     stream_spans: tuple[Span | None, ...] = field(default=(), compare=False, repr=False)
     partition_spans: tuple[Span | None, ...] = field(default=(), compare=False, repr=False)
     limit_span: Span | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def quarantine(self) -> Quarantine | None:
+        """The declared policy for the query's streams: CORE applies a policy to the
+        queries whose FROM names exactly its set of streams (None: no such policy, the
+        events are seen in arrival order as under DIRECT)."""
+        mine = set(self.streams)
+        return next((q for q in self.quarantines if set(q.streams) == mine), None)
+
+    @property
+    def max_lateness(self) -> float | None:
+        """The lateness bound (milliseconds of the time field) a BOUNDED_TIME policy for
+        the query's streams sets; None: arrival order."""
+        policy = self.quarantine
+        if policy is None or policy.kind is not QuarantineKind.BOUNDED_TIME:
+            return None
+        assert policy.span_ms is not None
+        return float(policy.span_ms)

@@ -617,7 +617,7 @@ def test_expected_list_after_a_formula() -> None:
     assert err.expected == "a time unit (MILLISECONDS, SECONDS, MINUTES, HOURS)"
     err = _error("SELECT * FROM S WHERE A )")
     assert err.expected == (
-        "one of: ';', '+', ':+', ':', '>' (S>E: an E of stream S), 'AS', 'OR', 'AND', "
+        "one of: ';', '+', ':+', ',', ':', '>' (S>E: an E of stream S), 'AS', 'OR', 'AND', "
         "'FILTER', 'PARTITION', 'WITHIN', 'CONSUME', 'LIMIT', end of query"
     )
 

@@ -90,6 +90,17 @@ def test_consume_by_any_with_partition_by_is_rejected() -> None:
     assert spec(ceql=Q2 + " CONSUME BY PARTITION").compile().partitioned
 
 
+def test_a_bounded_time_quarantine_sets_the_lateness_a_contradiction_is_refused() -> None:
+    bounded = "CREATE QUARANTINE { BOUNDED_TIME 5 SECONDS { S } } " + Q1
+    assert spec(ceql=bounded).compile().pattern.max_lateness == 5000
+    spec(ceql=bounded, max_lateness=5000).compile()
+    with pytest.raises(CerfleetError, match="contradicts"):
+        spec(ceql=bounded, max_lateness=10).compile()
+    with pytest.raises(CerfleetError, match="contradicts"):
+        spec(ceql="CREATE QUARANTINE { DIRECT { S } } " + Q1, max_lateness=10).compile()
+    spec(ceql=Q1, max_lateness=10).compile()
+
+
 def test_a_syntax_error_has_a_line_and_column() -> None:
     with pytest.raises(CEQLError) as info:
         spec(ceql="SELECT * FROM S\nWHERE A ;; B").compile()
