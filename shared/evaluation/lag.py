@@ -72,7 +72,9 @@ def _filter(theta: pattern.FilterExpr, found: set[tuple[str, int]]) -> pattern.F
     if isinstance(theta, pattern.FilterAtom):
         return replace(theta, pred=_pred(theta.pred, found))
     if isinstance(theta, pattern.Correlation):
-        return theta  # reads bound events' attributes, never the stream's lagged ones
+        # Only a running correlation reads the checked event's own lagged values; the
+        # others read bound events' attributes and have no PREV to replace.
+        return replace(theta, pred=_pred(theta.pred, found))
     return replace(theta, left=_filter(theta.left, found), right=_filter(theta.right, found))
 
 
