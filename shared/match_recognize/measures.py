@@ -11,6 +11,7 @@ match is judged on the labels chosen so far (the standard's running semantics).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -120,6 +121,9 @@ class _Nfa:
         return tail
 
 
+# Built once per row pattern (a writer labels every match with the same one).
+_nfa = functools.lru_cache(maxsize=64)(_Nfa)
+
 # A DEFINE as the labelling sees it: the variable, the row's index and the labels of
 # the rows before it.
 Cond = Callable[[str, int, Sequence[str]], bool]
@@ -134,7 +138,7 @@ def labels(
     row already searched without success fail again (the rest of a path does not
     depend on how it got there), so the search takes O(states × rows) steps; with them
     it may try every labelling of the match's rows."""
-    nfa = _Nfa(regex)
+    nfa = _nfa(regex)
     n = len(rows)
     dead: set[tuple[int, int]] = set()
     stack: list[list[int]] = [[nfa.start, 0, 0]]  # state, row, next choice
