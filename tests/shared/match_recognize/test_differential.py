@@ -54,19 +54,19 @@ def _group(r: oracle.Regex, ctx: str) -> str:
 
 
 @st.composite
-def _conditions(draw: Any, var: str, others: tuple[str, ...] = ()) -> tuple[str, Any]:
+def _conditions(draw: Any, var: str, others: tuple[str, ...] | None = None) -> tuple[str, Any]:
     """A DEFINE condition on the row's own x and y and on PREV of them, and, given the
     pattern's variables ``others``, on other rows of the match (``o.x``, ``FIRST``,
     ``LAST``): its text and its meaning, a function of the partition's rows and the
     row's index (an ``oracle.Running`` of them and the match so far when it reads other
-    rows). A missing value (PREV before the first row, no row of a variable yet) makes
-    a comparison false and NOT plain negation."""
+    rows; ``others`` None: no such reads). A missing value (PREV before the first row,
+    no row of a variable yet) makes a comparison false and NOT plain negation."""
     running = False
 
     def value() -> tuple[str, Any]:
         nonlocal running
         a = draw(st.sampled_from("xy"))
-        if others and draw(st.integers(0, 2)) == 0:
+        if others is not None and draw(st.integers(0, 2)) == 0:
             running = True
             return _navigation(draw, var, others, a)
         q = draw(st.sampled_from(["", f"{var}."]))
@@ -117,7 +117,7 @@ def _navigation(draw: Any, var: str, others: tuple[str, ...], a: str) -> tuple[s
         text, last, n = col, True, 0
     else:
         last = form != "FIRST"
-        n = draw(st.integers(0, 2))
+        n = draw(st.sampled_from([0, 0, 0, 1, 2]))  # n > 0 is null more often
         fn_name = "LAST" if last else "FIRST"
         text = f"{fn_name}({col})" if n == 0 and draw(st.booleans()) else f"{fn_name}({col}, {n})"
 
@@ -161,7 +161,7 @@ def cases(draw: Any, fixed: bool = False, cross: bool = False) -> dict[str, Any]
     defines = {}
     for v in used:
         if draw(st.integers(0, 3)):  # an undefined variable now and then
-            others = tuple(o for o in used if o != v) if cross else ()
+            others = tuple(o for o in used if o != v) if cross else None
             defines[v] = draw(_conditions(v, others))
     modes = ["PAST LAST ROW", "NEXT ROW"] if fixed else ["MATCHES", "PAST LAST ROW", "NEXT ROW"]
     mode = draw(st.sampled_from(modes))
@@ -283,14 +283,14 @@ def test_skip_modes_on_fixed_length_patterns(case: dict[str, Any]) -> None:
     check(case)
 
 
-@settings(max_examples=700, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases(cross=True))
 def test_defines_on_other_rows_match_oracle(case: dict[str, Any]) -> None:
     # DEFINEs reading other rows of the match (a running correlation), every mode.
     check(case)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases(fixed=True, cross=True))
 def test_skip_modes_with_defines_on_other_rows(case: dict[str, Any]) -> None:
     check(case)
@@ -339,6 +339,8 @@ def check(case: dict[str, Any]) -> None:
         by_batches = _drop_numbers(by_batches)
     assert _sorted(by_batches) == want, text
     event("some match" if want else "no match")
+    if any(isinstance(fn, oracle.Running) for _, fn in case["defines"].values()):
+        event("a DEFINE reading other rows")
     if want and any(isinstance(fn, oracle.Running) for _, fn in case["defines"].values()):
         event("some match, a DEFINE reading other rows")
     assert _sorted(by_rows) == want, text
