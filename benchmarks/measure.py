@@ -43,6 +43,7 @@ class Spec:
     seed: int = 1
     chunk: int = datasets.BLOCK  # events per engine call
     path: str = "auto"  # auto | batch | columns
+    language: str = "ceql"
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def run(spec: Spec) -> Result:
     if spec.query is not None:
         from cerfleet import compile_query
 
-        evaluator = compile_query(spec.query).evaluator()
+        evaluator = compile_query(spec.query, language=spec.language).evaluator()
     columnar = (
         evaluator is not None and spec.path != "batch" and hasattr(evaluator, "process_columns")
     )

@@ -22,6 +22,11 @@ one instance of φ (one iteration of every ``+`` around the filter) and a variab
 defined outside φ takes those of the instance of the lowest enclosing formula that
 defines it; ``PREV(x)`` pairs each event bound to x with the one bound to x just before
 it in the same instance. A correlation may not sit under a filter ``OR``.
+
+A *running* correlation (``RunningAttr``, MATCH_RECOGNIZE's DEFINE on other rows of
+the match) is checked per event bound to its ``at`` variable against the complex
+event's events before it, once a branch of the walk reaches its first event: it must
+filter the whole formula (no ``+`` around it), so one branch is one instance.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from cerfleet.pattern.walk import (
     children,
     defines,
     map_var_attrs,
+    running_attrs,
     subformulas,
     var_attrs,
 )
@@ -44,6 +50,7 @@ __all__ = [
     "Check",
     "CorrelationError",
     "CorrelationPlan",
+    "RunningCheck",
     "Slot",
     "split_correlations",
 ]
@@ -86,9 +93,19 @@ class Check:
 
 
 @dataclass(frozen=True)
+class RunningCheck:
+    """A running correlation: ``pred`` must hold at every event bound to ``at``."""
+
+    at: str
+    pred: pattern.Pred
+    span: pattern.Span | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
 class CorrelationPlan:
     checks: tuple[Check, ...]
     tagging: Tagging
+    running: tuple[RunningCheck, ...] = ()
 
     @property
     def variables(self) -> frozenset[str]:
@@ -103,6 +120,7 @@ class _Splitter:
         self.iterations: dict[int, str] = {}
         self.variables: set[str] = set()
         self.checks: list[Check] = []
+        self.running: list[RunningCheck] = []
         self._count = 0
         self._found: list[tuple[list[pattern.Formula], pattern.Correlation]] = []
 
@@ -139,6 +157,9 @@ class _Splitter:
     def _filter(
         self, theta: pattern.FilterExpr, path: list[pattern.Formula], under_or: bool = False
     ) -> pattern.FilterExpr | None:
+        if isinstance(theta, pattern.Correlation) and any(running_attrs(theta.pred)):
+            self._running(theta, path, under_or)
+            return None
         if isinstance(theta, pattern.Correlation):
             refs = list(var_attrs(theta.pred))
             names = {r.var for r in refs}
@@ -159,6 +180,31 @@ class _Splitter:
         if left is None or right is None:
             return left if right is None else right
         return type(theta)(left, right, theta.span)
+
+    def _running(
+        self, theta: pattern.Correlation, path: list[pattern.Formula], under_or: bool
+    ) -> None:
+        reads = list(running_attrs(theta.pred))
+        at = {r.at for r in reads}
+        if len(at) > 1 or any(var_attrs(theta.pred)):
+            raise CorrelationError(
+                _at(theta.span) + "a running correlation reads the match as seen from one "
+                "variable's events, and nothing through x[attr]"
+            )
+        if under_or or len(path) > 1:
+            raise CorrelationError(
+                _at(theta.span) + "a running correlation must filter the whole formula"
+            )
+        self.variables.update(at)
+        self.variables.update(r.var for r in reads if r.var is not None)
+        if any(r.var is None for r in reads):
+            # A read over every row of the match needs every variable's events tagged.
+            for node in subformulas(path[0]):
+                if isinstance(node, pattern.EventType):
+                    self.variables.add(node.name)
+                elif isinstance(node, pattern.As | pattern.AnyEvent):
+                    self.variables.add(node.var)
+        self.running.append(RunningCheck(next(iter(at)), theta.pred, theta.span))
 
     # -- pass 2: the slots and tags of each correlation, on the stripped formula
 
@@ -237,7 +283,7 @@ def split_correlations(form: pattern.Pattern) -> tuple[pattern.Pattern, Correlat
     atoms), and the plan to check the others at enumeration (None: there are none)."""
     splitter = _Splitter()
     where = splitter.strip(form.where, [])
-    if not splitter._found:
+    if not splitter._found and not splitter.running:
         return _with(form, where), None
     splitter.plan()
     scopes: dict[int, frozenset[str]] = {}
@@ -245,7 +291,8 @@ def split_correlations(form: pattern.Pattern) -> tuple[pattern.Pattern, Correlat
         for node, tag in table.items():
             scopes[node] = scopes.get(node, frozenset()) | {tag}
     tagging = Tagging(scopes, splitter.iterations, frozenset(splitter.variables))
-    return _with(form, where), CorrelationPlan(tuple(splitter.checks), tagging)
+    plan = CorrelationPlan(tuple(splitter.checks), tagging, tuple(splitter.running))
+    return _with(form, where), plan
 
 
 def _with(form: pattern.Pattern, where: pattern.Formula) -> pattern.Pattern:

@@ -12,6 +12,9 @@ The instance of a ``+`` an event belongs to is read from the tags while walking:
 events carrying ``^p`` start the iterations of ``+`` p, so, walking backwards, the
 number of ``^p`` passed so far numbers the iteration (``_arrive``).
 
+Running correlations (MATCH_RECOGNIZE's DEFINE on other rows) are checked once a
+branch reaches its first event, on the branch's tagged events (``evaluation.running``).
+
 Guarantees: per event, the evaluator's work is constant as for any query; per complex
 event, enumeration costs the branches it visits (pruned early), not the output size
 alone: a query whose correlations reject most runs may visit many branches per complex
@@ -26,9 +29,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from cerfleet import pattern
+from cerfleet.cea.construction import is_tag
 from cerfleet.cea.correlation import Check, CorrelationPlan, Slot
 from cerfleet.cea.predicates import Predicate, compile_predicate
 from cerfleet.complex_event import ComplexEvent
+from cerfleet.evaluation.running import RunningPredicate
 from cerfleet.evaluation.tecs import BOTTOM, OUTPUT, Node, TaggedNode
 from cerfleet.pattern.walk import map_var_attrs, var_attrs
 
@@ -70,6 +75,7 @@ class Correlator:
     def __init__(self, plan: CorrelationPlan, *, prune: bool = True) -> None:
         self.plan = plan
         self.checks = [_CompiledCheck(c) for c in plan.checks]
+        self.running = [RunningPredicate(c) for c in plan.running]
         # False: walk every branch to its end and drop the violating complex events then
         # (enumerate-then-filter), what the benchmark compares pruning with.
         self.prune = prune
@@ -88,7 +94,7 @@ class Correlator:
             while True:
                 kind = node.kind
                 if kind == BOTTOM:
-                    if ok:
+                    if ok and (not self.running or self._running_hold(items)):
                         yield node.pos, *_unzip(marked)
                     break
                 if kind == OUTPUT:
@@ -114,6 +120,12 @@ class Correlator:
                     if right.tmax >= tau:
                         stack.append((right, marked, items, counters, ok))
                     node = node.left  # type: ignore[assignment]
+
+    def _running_hold(self, items: Items) -> bool:
+        fixed = _to_list(items)  # the branch's tagged events, earliest first
+        rows = [it[1] for it in fixed]
+        names = [frozenset(t for t in it[2] if not is_tag(t)) for it in fixed]
+        return all(check.holds_everywhere(rows, names) for check in self.running)
 
     def _arrive(
         self, node: TaggedNode, items: Items, counters: Counters, *, check: bool = True

@@ -72,7 +72,9 @@ def _filter(theta: pattern.FilterExpr, found: set[tuple[str, int]]) -> pattern.F
     if isinstance(theta, pattern.FilterAtom):
         return replace(theta, pred=_pred(theta.pred, found))
     if isinstance(theta, pattern.Correlation):
-        return theta  # reads bound events' attributes, never the stream's lagged ones
+        # Only a running correlation reads the checked event's own lagged values; the
+        # others read bound events' attributes and have no PREV to replace.
+        return replace(theta, pred=_pred(theta.pred, found))
     return replace(theta, left=_filter(theta.left, found), right=_filter(theta.right, found))
 
 
@@ -158,21 +160,57 @@ class Lags:
         groups: Sequence[tuple[Key, np.ndarray, np.ndarray]],
         row: Callable[[int], Mapping[str, Any]],
         n: int,
+        columns: Mapping[str, np.ndarray] | None = None,
     ) -> tuple[dict[str, np.ndarray], Callable[[int], Mapping[str, Any]]]:
         """The lagged columns of a columnar batch, and its rows seen with their lagged
         values, from ``groups``: per key, its rows and which of them are late (they read their
-        lags but are not one); the history moves past the batch."""
-        per_row: list[dict[str, Any]] = [{} for _ in range(n)]
-        for key, idx, late in groups:
-            mine: list[tuple[Any, ...]] = []
-            for i, is_late in zip(idx.tolist(), late.tolist(), strict=True):
-                per_row[i] = self.values(key, mine)
-                if not is_late:
-                    mine.append(self.own(row(i)))
-            self.push(key, mine)
+        lags but are not one); the history moves past the batch.
+
+        Per key it is a shift of the key's rows that are not late, with the history in
+        front: row r of the key reads the n-th of those before it, a few numpy calls per
+        key and lag rather than a loop over rows (``columns``: the batch's columns, where
+        the attributes PREV reads are taken from when present)."""
         names = [lag_name(a, k) for a, k in self.specs]
-        cols = {name: column([r.get(name) for r in per_row]) for name in names}
-        return cols, lambda i: _Lagged(row(i), per_row[i])
+        values = {a: self._source(a, columns, row, n) for a in self.attrs}
+        lagged = {name: np.full(n, None, dtype=object) for name in names}
+        for key, idx, late in groups:
+            seen = self.history.get(key, [])
+            kept = idx[~late]
+            # For each row of the key: how many of its kept rows come before it.
+            before = np.cumsum(~late) - (~late)
+            for attr in self.attrs:
+                slot = self._slot[attr]
+                old = np.fromiter((r[slot] for r in seen), dtype=object, count=len(seen))
+                ext = np.concatenate((old, values[attr][kept]))
+                for (a, k), name in zip(self.specs, names, strict=True):
+                    if a != attr:
+                        continue
+                    at = len(seen) + before - k
+                    ok = at >= 0
+                    lagged[name][idx[ok]] = ext[at[ok]]
+            tail = [values[a][kept[-self.depth :]].tolist() for a in self.attrs]
+            self.push(key, list(zip(*tail, strict=True)))
+        per_row = {name: col.tolist() for name, col in lagged.items()}
+        cols = {name: column(vals) for name, vals in per_row.items()}
+
+        def seen_row(i: int) -> Mapping[str, Any]:
+            return _Lagged(row(i), {name: vals[i] for name, vals in per_row.items()})
+
+        return cols, seen_row
+
+    @staticmethod
+    def _source(
+        attr: str,
+        columns: Mapping[str, np.ndarray] | None,
+        row: Callable[[int], Mapping[str, Any]],
+        n: int,
+    ) -> np.ndarray:
+        """``attr`` of every row of the batch as Python values (None: missing)."""
+        if columns is not None and attr in columns:
+            found = (_value(v) for v in columns[attr].tolist())
+        else:
+            found = (_value(row(i).get(attr)) for i in range(n))
+        return np.fromiter(found, dtype=object, count=n)
 
     def export(self) -> list[list[Any]]:
         return [[list(key), [list(r) for r in rows]] for key, rows in self.history.items()]

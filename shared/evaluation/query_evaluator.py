@@ -215,7 +215,7 @@ class QueryEvaluator:
             letters = self._letters(columns, n, events is not None, row)
         else:
             keyed = lag_groups(self, groups, clocks, row, exact_keys)
-            lagged, row = self.lags.batch(keyed, row, n)  # rows keep their lagged values
+            lagged, row = self.lags.batch(keyed, row, n, columns)  # rows keep their lags
             letters = self._letters({**columns, **lagged}, n, events is not None, row)
         base = self.position
         self.position = base + n if labels is None or not n else int(labels[-1]) + 1

@@ -5,11 +5,13 @@ The engine's complex events carry their rows but not which variable each row was
 bound to. ``labels`` finds that by re-matching the rows against the row pattern
 (small: one match's rows), taking the standard's preferred assignment: alternatives
 left first, greedy quantifiers longest first (SQL:2016's "preferment"), among those
-covering exactly the complex event's rows.
+covering exactly the complex event's rows. A DEFINE that reads other rows of the
+match is judged on the labels chosen so far (the standard's running semantics).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -17,6 +19,7 @@ from typing import Any
 from cerfleet.cea.predicates import Predicate
 from cerfleet.complex_event import ComplexEvent
 from cerfleet.evaluation.lag import is_lag_name
+from cerfleet.evaluation.running import RunningPredicate
 from cerfleet.match_recognize import syntax as s
 
 __all__ = ["MatchWriter", "check_measures", "labels"]
@@ -118,14 +121,24 @@ class _Nfa:
         return tail
 
 
+# Built once per row pattern (a writer labels every match with the same one).
+_nfa = functools.lru_cache(maxsize=64)(_Nfa)
+
+# A DEFINE as the labelling sees it: the variable, the row's index and the labels of
+# the rows before it.
+Cond = Callable[[str, int, Sequence[str]], bool]
+
+
 def labels(
-    regex: s.Regex, rows: Sequence[Row], cond: Callable[[str, Row], bool]
+    regex: s.Regex, rows: Sequence[Row], cond: Cond, *, running: bool = False
 ) -> tuple[str, ...]:
     """The variable of each row under the preferred match covering exactly ``rows``:
-    the first path of ``_Nfa``'s depth-first search that reads every row. A state
-    and row already searched without success fail again (the rest of a path does not
-    depend on how it got there), so the search takes O(states × rows) steps."""
-    nfa = _Nfa(regex)
+    the first path of ``_Nfa``'s depth-first search that reads every row. Without
+    ``running`` conditions (conditions reading the labels before the row), a state and
+    row already searched without success fail again (the rest of a path does not
+    depend on how it got there), so the search takes O(states × rows) steps; with them
+    it may try every labelling of the match's rows."""
+    nfa = _nfa(regex)
     n = len(rows)
     dead: set[tuple[int, int]] = set()
     stack: list[list[int]] = [[nfa.start, 0, 0]]  # state, row, next choice
@@ -138,7 +151,9 @@ def labels(
         step = nfa.reads[q]
         choices: list[tuple[int, int, str | None]]
         if step is not None:
-            ok = i < n and cond(step[0], rows[i])
+            # Only running conditions read the labels before the row (a copy per step).
+            before = [x for x in read if x is not None] if running else ()
+            ok = i < n and cond(step[0], i, before)
             choices = [(step[1], i + 1, step[0])] if ok else []
         else:
             choices = [(t, i, None) for t in nfa.moves[q]]
@@ -149,7 +164,8 @@ def labels(
                 stack.append([target, j, 0])
                 read.append(name)
             continue
-        dead.add((q, i))
+        if not running:
+            dead.add((q, i))
         stack.pop()
         if read:
             read.pop()
@@ -258,20 +274,33 @@ class MatchWriter:
     RUNNING semantics). MATCH_NUMBER counts the matches of each partition from 1.
     """
 
-    def __init__(self, query: s.Query, defines: Mapping[str, Predicate]) -> None:
+    def __init__(
+        self,
+        query: s.Query,
+        defines: Mapping[str, Predicate],
+        running: Mapping[str, RunningPredicate] | None = None,
+    ) -> None:
         self.query = query
         self.defines = dict(defines)
+        self.running = dict(running or {})
         self.partition = [c.attr for c in query.partition]
         self.numbers: dict[Any, int] = {}
-
-    def _cond(self, var: str, row: Row) -> bool:
-        pred = self.defines.get(var)
-        return True if pred is None else pred(row)
 
     def rows(self, ce: ComplexEvent) -> list[dict[str, Any]]:
         """The output objects of one complex event."""
         events = ce.events
-        names = labels(self.query.regex, events, self._cond)
+
+        def cond(var: str, i: int, before: Sequence[str]) -> bool:
+            pred = self.defines.get(var)
+            if pred is not None and not pred(events[i]):
+                return False
+            check = self.running.get(var)
+            if check is None:
+                return True
+            names = [frozenset({x}) for x in (*before, var)]
+            return check.holds(events[: i + 1], names, i)
+
+        names = labels(self.query.regex, events, cond, running=bool(self.running))
         number = self.numbers[ce.key] = self.numbers.get(ce.key, 0) + 1
         if self.query.rows == "ALL":
             out = []

@@ -5,6 +5,10 @@ The mapping (the README's MATCH_RECOGNIZE section states it for users):
 
 * a pattern variable ``v`` is ``AnyEvent(v)`` (a row, whatever its type), filtered by
   ``v``'s DEFINE condition as a unary predicate: ``AnyEvent(v) FILTER v[cond]``;
+  the conjuncts of a DEFINE that read other rows of the match (``a.attr``,
+  ``FIRST``/``LAST``) become one running ``Correlation`` filtering the whole pattern
+  (``RunningAttr``; ``evaluation.running`` checks it, with the standard's running
+  semantics: a condition on a row sees the rows matched up to it);
 * concatenation is ``Contiguous`` (rows of the partition, none skipped), ``|`` is
   ``Or``, ``X+`` is ``ContiguousPlus``; ``*``, ``?`` and ``{n,m}`` expand into these
   (``nonempty`` says how an optional part is dropped from a concatenation);
@@ -20,9 +24,12 @@ The mapping (the README's MATCH_RECOGNIZE section states it for users):
 from __future__ import annotations
 
 from cerfleet import pattern
+from cerfleet.cea.correlation import RunningCheck
 from cerfleet.cea.predicates import compile_predicate
 from cerfleet.evaluation.lag import unary
+from cerfleet.evaluation.running import RunningPredicate
 from cerfleet.match_recognize import syntax as s
+from cerfleet.match_recognize.conditions import Conditions, split
 from cerfleet.match_recognize.measures import MatchWriter, check_measures
 from cerfleet.match_recognize.parser import parse
 
@@ -32,12 +39,6 @@ __all__ = ["compile_text", "parse_and_check", "variables", "writer"]
 MAX_REPEAT = 32
 # Bound on the expanded formula (optional parts nested in quantifiers multiply).
 MAX_NODES = 20_000
-# Functions of the standard a DEFINE may not use yet, with why.
-_NOT_YET = {
-    "NEXT": "NEXT (the next row) in DEFINE is not supported yet",
-    "FIRST": "FIRST in DEFINE is not supported yet (only the row's own attributes)",
-    "LAST": "LAST in DEFINE is not supported yet (only the row's own attributes)",
-}
 
 
 def parse_and_check(text: str) -> pattern.Pattern:
@@ -45,20 +46,25 @@ def parse_and_check(text: str) -> pattern.Pattern:
     return compile_text(text)[1]
 
 
-def compile_text(text: str) -> tuple[s.Query, pattern.Pattern, dict[str, pattern.Pred]]:
-    """The syntax tree and the DEFINE predicates (the output stage needs them) and the
-    pattern form."""
+def compile_text(text: str) -> tuple[s.Query, pattern.Pattern, _Translator]:
+    """The syntax tree, the pattern form, and the translator holding each variable's
+    DEFINE split into its unary part and its running part (the output stage needs
+    them)."""
     query = parse(text)
     translator = _Translator(query)
     form = translator.translate()
-    return query, form, translator.defines
+    return query, form, translator
 
 
 def writer(text: str) -> MatchWriter:
     """The writer of ``languages.WRITERS``: the query's own output stage, judging rows
-    with the very predicates the automaton evaluates."""
-    query, _, defines = compile_text(text)
-    return MatchWriter(query, {v: compile_predicate(unary(p)) for v, p in defines.items()})
+    with the very predicates the engine evaluates."""
+    query, _, t = compile_text(text)
+    return MatchWriter(
+        query,
+        {v: compile_predicate(unary(p)) for v, p in t.defines.items()},
+        {v: RunningPredicate(RunningCheck(v, unary(p))) for v, p in t.running.items()},
+    )
 
 
 def variables(regex: s.Regex) -> list[s.Var]:
@@ -101,17 +107,26 @@ def _variable_length(regex: s.Regex) -> s.Regex | None:
 class _Translator:
     def __init__(self, query: s.Query) -> None:
         self.q = query
-        self.defines: dict[str, pattern.Pred] = {}
+        self.names = {v.name for v in variables(query.regex)}
+        self.defines: dict[str, pattern.Pred] = {}  # the unary part of each DEFINE
+        self.running: dict[str, pattern.Pred] = {}  # the part reading other rows
 
     def translate(self) -> pattern.Pattern:
         q = self.q
-        names = {v.name for v in variables(q.regex)}
+        names = self.names
+        conditions = Conditions(q, names)
+        seen: set[str] = set()
         for d in q.defines:
             if d.var not in names:
                 q.fail(f"DEFINE {d.var}: {d.var} is not a variable of the PATTERN", d.span)
-            if d.var in self.defines:
+            if d.var in seen:
                 q.fail(f"{d.var} is defined twice", d.span)
-            self.defines[d.var] = self._condition(d.cond, d.var)
+            seen.add(d.var)
+            own, others = split(conditions.condition(d.cond, d.var))
+            if own is not None:
+                self.defines[d.var] = own
+            if others is not None:
+                self.running[d.var] = others
         check_measures(q, names)
         formula, nullable = self._regex(q.regex)
         if nullable or formula is None:
@@ -123,6 +138,12 @@ class _Translator:
         assert formula is not None
         if _size(formula) > MAX_NODES:
             q.fail(f"this PATTERN expands to more than {MAX_NODES} nodes", q.regex.span)
+        if self.running:
+            checks = [pattern.Correlation(p, span=p.span) for p in self.running.values()]
+            theta: pattern.FilterExpr = checks[0]
+            for more in checks[1:]:
+                theta = pattern.FilterAnd(theta, more)
+            formula = pattern.Filter(formula, theta, span=q.regex.span)
         strategy, consume = self._selection()
         return pattern.Pattern(
             where=formula,
@@ -240,84 +261,6 @@ class _Translator:
         for _ in range(r.high - r.low):
             tail = (_cat(body, tail)[0], True)
         return _cat(out, tail)
-
-    # ------------------------------------------------------------------ conditions
-
-    def _condition(self, e: s.Expr, var: str) -> pattern.Pred:
-        if isinstance(e, s.Bin) and e.op in s.LOGICAL:
-            left, right = self._condition(e.left, var), self._condition(e.right, var)
-            if e.op == "AND":
-                return pattern.PAnd(left, right, span=e.span)
-            return pattern.POr(left, right, span=e.span)
-        if isinstance(e, s.Unary) and e.op == "NOT":
-            return pattern.PNot(self._condition(e.operand, var), span=e.span)
-        if isinstance(e, s.Bin) and e.op in s.COMPARISONS:
-            return pattern.Compare(
-                e.op, self._value(e.left, var), self._value(e.right, var), span=e.span
-            )
-        if isinstance(e, s.Lit) and isinstance(e.value, bool):
-            return pattern.BoolLit(e.value, span=e.span)
-        self.q.fail("expected a condition (a comparison, AND, OR, NOT, TRUE or FALSE)", e.span)
-        raise AssertionError  # fail raises
-
-    def _prev(self, e: s.Call, var: str) -> pattern.Prev:
-        # PREV(v.attr, n) in DEFINE v is the n-th row before v's row in the partition,
-        # inside or before the match: a property of the stream (pattern.Prev).
-        reason = _prev_error(self.q, e, var)
-        if reason is not None:
-            self.q.fail(reason, e.span)
-        col = e.args[0]
-        assert isinstance(col, s.Col)
-        n = e.args[1] if len(e.args) == 2 else None
-        offset = n.value if isinstance(n, s.Lit) and isinstance(n.value, int) else 1
-        return pattern.Prev(col.attr, offset, span=e.span)
-
-    def _value(self, e: s.Expr, var: str) -> pattern.Expr:
-        if isinstance(e, s.Col):
-            if e.var is not None and e.var != var:
-                self.q.fail(
-                    f"DEFINE {var} refers to {e.var}.{e.attr}: conditions on other rows than "
-                    f"{var}'s own are not supported yet",
-                    e.span,
-                )
-            return pattern.Attr(e.attr, span=e.span)
-        if isinstance(e, s.Lit):
-            return pattern.Const(e.value, span=e.span)
-        if isinstance(e, s.Unary) and e.op == "-":
-            return pattern.Neg(self._value(e.operand, var), span=e.span)
-        if isinstance(e, s.Bin) and e.op not in s.COMPARISONS | s.LOGICAL:
-            return pattern.Arith(
-                e.op, self._value(e.left, var), self._value(e.right, var), span=e.span
-            )
-        if isinstance(e, s.Call) and e.name == "PREV":
-            return self._prev(e, var)
-        if isinstance(e, s.Call):
-            reason = _NOT_YET.get(e.name, f"{e.name}() in DEFINE is not supported")
-            self.q.fail(reason, e.span)
-        self.q.fail("expected a value (an attribute, a literal or arithmetic)", e.span)
-        raise AssertionError  # fail raises
-
-
-MAX_PREV = 1000
-
-
-def _prev_error(q: s.Query, e: s.Call, var: str) -> str | None:
-    """Why ``PREV(...)`` in DEFINE ``var`` is not supported (None: it is)."""
-    if not 1 <= len(e.args) <= 2 or not isinstance(e.args[0], s.Col):
-        return "PREV takes a column and an optional offset: PREV(v.attr [, n])"
-    col = e.args[0]
-    if col.var is not None and col.var != var:
-        return (
-            f"PREV({col.var}.{col.attr}) in DEFINE {var} navigates from another variable's "
-            f"row, which is not supported yet (PREV({var}.{col.attr}) is)"
-        )
-    if len(e.args) == 2:
-        n = e.args[1]
-        if not isinstance(n, s.Lit) or isinstance(n.value, bool) or not isinstance(n.value, int):
-            return "the offset of PREV must be a whole number"
-        if not 1 <= n.value <= MAX_PREV:
-            return f"the offset of PREV must be between 1 and {MAX_PREV}"
-    return None
 
 
 def _or(a: pattern.Formula | None, b: pattern.Formula | None) -> pattern.Formula | None:

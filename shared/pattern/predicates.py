@@ -82,7 +82,25 @@ class VarAttr:
     span: Span | None = _span()
 
 
-Expr = Attr | Const | Arith | Neg | Prev | VarAttr
+@dataclass(frozen=True)
+class RunningAttr:
+    """``attr`` of a row of the match so far, as seen by the checked event bound to
+    ``at`` (the standard's running semantics for MATCH_RECOGNIZE's DEFINE): among the
+    events of the complex event up to and including the checked one that are bound to
+    ``var`` (None: to any variable), the ``n``-th from the last (``last``) or from the
+    first; missing if there are not that many. ``LAST(v.attr)`` in DEFINE ``v`` is the
+    checked event itself (n = 0), ``LAST(a.attr)`` the last event bound to ``a``
+    before it. Only in a ``Correlation`` over the whole formula."""
+
+    at: str
+    var: str | None
+    attr: str
+    last: bool = True
+    n: int = 0
+    span: Span | None = _span()
+
+
+Expr = Attr | Const | Arith | Neg | Prev | VarAttr | RunningAttr
 
 
 @dataclass(frozen=True)
@@ -257,7 +275,12 @@ class Correlation:
     defined inside the filtered formula taken within one instance of it (one iteration
     of every ``+`` around the filter), each variable defined outside it within the
     instance of the lowest enclosing formula that defines it (Foundations' valuations,
-    with CORE's sets of positions per variable)."""
+    with CORE's sets of positions per variable).
+
+    A *running* correlation reads ``RunningAttr`` (all of one ``at``) and may read the
+    checked event's own attributes through ``Attr`` and ``Prev``: it holds when ``pred``
+    holds at every event bound to ``at``, each read taken over the complex event's
+    events up to that one (MATCH_RECOGNIZE's DEFINE on other rows of the match)."""
 
     pred: Pred
     span: Span | None = _span()

@@ -20,10 +20,19 @@ from cerfleet.pattern.predicates import (
     PNot,
     POr,
     Pred,
+    RunningAttr,
     VarAttr,
 )
 
-__all__ = ["as_attr", "children", "defines", "map_var_attrs", "subformulas", "var_attrs"]
+__all__ = [
+    "as_attr",
+    "children",
+    "defines",
+    "map_var_attrs",
+    "running_attrs",
+    "subformulas",
+    "var_attrs",
+]
 
 _CHILDREN = ("formula", "left", "right")
 
@@ -63,6 +72,17 @@ def var_attrs(node: object) -> Iterator[VarAttr]:
         child = getattr(node, name, None)
         if child is not None:
             yield from var_attrs(child)
+
+
+def running_attrs(node: object) -> Iterator[RunningAttr]:
+    """Every ``RunningAttr`` of a predicate or expression."""
+    if isinstance(node, RunningAttr):
+        yield node
+        return
+    for name in ("left", "right", "operand", "expr"):
+        child = getattr(node, name, None)
+        if child is not None:
+            yield from running_attrs(child)
 
 
 def map_var_attrs(pred: Pred, read: Callable[[VarAttr], Expr]) -> Pred:

@@ -3,7 +3,9 @@
 It shares nothing with the front-end or the engine. Patterns are nested tuples
 (``("var", "A")``, ``("cat", l, r)``, ``("alt", l, r)``, ``("rep", body, lo, hi)``,
 hi None for unbounded); DEFINE conditions are Python functions of the partition's
-rows and a row's index (PREV reads the rows before it).
+rows and a row's index (PREV reads the rows before it), or ``Running`` ones that also
+see the match so far (the standard's running semantics: a condition on row r sees the
+rows matched up to r and the variables they were matched to).
 
 Which rows a pattern matches is decided by Python's own regular expressions over
 a string with one character per row: variable v is the class of the characters of
@@ -21,6 +23,9 @@ Semantics implemented (per partition, rows in arrival order):
   matches exactly, each once, with the preferred labels among its parses;
 * ``PAST LAST ROW``: from s = 0: the preferred match from s if any (then s = e + 1),
   else s + 1; ``NEXT ROW``: the same but s + 1 after a match too;
+* with ``Running`` conditions a row's class depends on the match so far, so the
+  preferred match from s is instead the first of the explicit enumeration of parses
+  (``_parses``, in preferment order) and ALL MATCHES every interval some parse covers;
 * WITHIN: late rows (time below one already kept in the partition) are dropped
   first; a match is kept only if ``t(e) - t(s) <= window`` (the bound is
   inclusive, as the engine's WITHIN), for PAST LAST ROW / NEXT ROW as a condition
@@ -37,6 +42,20 @@ Row = Mapping[str, Any]
 Regex = tuple[Any, ...]
 # A DEFINE condition on row i of its partition's rows (PREV reads rows before i).
 Cond = Callable[[Sequence[Row], int], bool]
+
+
+class Running:
+    """A DEFINE condition reading other rows of the match: ``fn(rows, i, match)`` where
+    ``match`` lists ``(row index, variable)`` of the match's rows up to and including
+    row i (bound to the variable being defined)."""
+
+    def __init__(self, fn: Callable[[Sequence[Row], int, list[tuple[int, str]]], bool]) -> None:
+        self.fn = fn
+
+
+# ok(var, i, s, before): whether row i may be bound to var in a match starting at row s
+# whose rows s..i-1 are bound to the letters of ``before``.
+Ok = Callable[[str, int, int, str], bool]
 
 
 def variables(r: Regex) -> list[str]:
@@ -72,28 +91,36 @@ def _python_re(r: Regex, classes: Mapping[str, str]) -> str:
     return f"(?:{_python_re(r[1], classes)}){{{r[2]},{hi}}}"
 
 
-def _parses(r: Regex, ok: Callable[[str, int], bool], i: int, n: int) -> list[tuple[int, str]]:
+def _parses(
+    r: Regex, ok: Ok, i: int, n: int, s: int | None = None, before: str = ""
+) -> list[tuple[int, str]]:
     """All ``(end, labels)`` of r from row i (rows < n), in preferment order, without
-    repeats. Labels are one variable letter per row."""
+    repeats, the match having started at row s (i by default) with ``before`` the
+    labels of rows s..i-1. Labels are one variable letter per row."""
+    s = i if s is None else s
     out: list[tuple[int, str]] = []
     if r[0] == "var":
-        if i < n and ok(r[1], i):
+        if i < n and ok(r[1], i, s, before):
             out = [(i + 1, r[1])]
     elif r[0] == "alt":
-        out = _parses(r[1], ok, i, n) + _parses(r[2], ok, i, n)
+        out = _parses(r[1], ok, i, n, s, before) + _parses(r[2], ok, i, n, s, before)
     elif r[0] == "cat":
-        out = [(k, x + y) for j, x in _parses(r[1], ok, i, n) for k, y in _parses(r[2], ok, j, n)]
+        out = [
+            (k, x + y)
+            for j, x in _parses(r[1], ok, i, n, s, before)
+            for k, y in _parses(r[2], ok, j, n, s, before + x)
+        ]
     else:
-        out = _iterations(r, ok, i, n, 0)
+        out = _iterations(r, ok, i, n, 0, s, before)
     return list(dict.fromkeys(out))
 
 
-def _iterations(r: Regex, ok: Callable[[str, int], bool], i: int, n: int, done: int) -> list:
+def _iterations(r: Regex, ok: Ok, i: int, n: int, done: int, s: int, before: str) -> list:
     out: list[tuple[int, str]] = []
     if r[3] is None or done < r[3]:
-        for j, x in _parses(r[1], ok, i, n):
+        for j, x in _parses(r[1], ok, i, n, s, before):
             if j > i:
-                out += [(k, x + y) for k, y in _iterations(r, ok, j, n, done + 1)]
+                out += [(k, x + y) for k, y in _iterations(r, ok, j, n, done + 1, s, before + x)]
     if done >= r[2]:
         out.append((i, ""))
     return out
@@ -101,7 +128,7 @@ def _iterations(r: Regex, ok: Callable[[str, int], bool], i: int, n: int, done: 
 
 def evaluate(
     regex: Regex,
-    defines: Mapping[str, Cond],
+    defines: Mapping[str, Cond | Running],
     rows: Sequence[Row],
     *,
     mode: str,
@@ -134,21 +161,28 @@ def evaluate(
     return found
 
 
-def _ok(defines: Mapping[str, Cond], sub: Sequence[Row]) -> Callable[[str, int], bool]:
-    def ok(var: str, i: int) -> bool:
+def _ok(defines: Mapping[str, Cond | Running], sub: Sequence[Row]) -> Ok:
+    def ok(var: str, i: int, s: int, before: str) -> bool:
         cond = defines.get(var)
-        return True if cond is None else cond(sub, i)
+        if cond is None:
+            return True
+        if isinstance(cond, Running):
+            match = [(s + k, v) for k, v in enumerate(before)] + [(i, var)]
+            return cond.fn(sub, i, match)
+        return cond(sub, i)
 
     return ok
 
 
 def _intervals(
     regex: Regex,
-    defines: Mapping[str, Cond],
+    defines: Mapping[str, Cond | Running],
     sub: Sequence[Row],
     mode: str,
     window: tuple[str, float] | None,
 ) -> list[tuple[int, int]]:
+    if any(isinstance(c, Running) for c in defines.values()):
+        return _parsed_intervals(regex, defines, sub, mode, window)
     chars = [chr(0x100 + i) for i in range(len(sub))]
     classes = {
         v: "".join(c for i, c in enumerate(chars) if v not in defines or defines[v](sub, i))
@@ -175,6 +209,41 @@ def _intervals(
         if m is not None and m.end() > s and in_window(s, m.end() - 1):
             out.append((s, m.end() - 1))
             s = m.end() if mode == "PAST LAST ROW" else s + 1
+        else:
+            s += 1
+    return out
+
+
+def _parsed_intervals(
+    regex: Regex,
+    defines: Mapping[str, Cond | Running],
+    sub: Sequence[Row],
+    mode: str,
+    window: tuple[str, float] | None,
+) -> list[tuple[int, int]]:
+    """``_intervals`` from the enumeration of parses, for conditions that depend on the
+    match so far (no row has a class of its own then)."""
+    ok = _ok(defines, sub)
+    n = len(sub)
+
+    def in_window(s: int, e: int) -> bool:
+        return window is None or sub[e][window[0]] - sub[s][window[0]] <= window[1]
+
+    if mode == "MATCHES":
+        found = {
+            (s, end - 1)
+            for s in range(n)
+            for end, _ in _parses(regex, ok, s, n)
+            if end > s and in_window(s, end - 1)
+        }
+        return sorted(found, key=lambda se: (se[1], se[0]))
+    out = []
+    s = 0
+    while s < n:
+        first = next((end for end, _ in _parses(regex, ok, s, n) if end > s), None)
+        if first is not None and in_window(s, first - 1):
+            out.append((s, first - 1))
+            s = first if mode == "PAST LAST ROW" else s + 1
         else:
             s += 1
     return out

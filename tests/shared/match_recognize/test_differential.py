@@ -54,19 +54,27 @@ def _group(r: oracle.Regex, ctx: str) -> str:
 
 
 @st.composite
-def _conditions(draw: Any, var: str) -> tuple[str, Any]:
-    """A DEFINE condition on the row's own x and y and on PREV of them: its text and its
-    meaning, a function of the partition's rows and the row's index. A missing value
-    (PREV before the first row) makes a comparison false and NOT plain negation."""
+def _conditions(draw: Any, var: str, others: tuple[str, ...] | None = None) -> tuple[str, Any]:
+    """A DEFINE condition on the row's own x and y and on PREV of them, and, given the
+    pattern's variables ``others``, on other rows of the match (``o.x``, ``FIRST``,
+    ``LAST``): its text and its meaning, a function of the partition's rows and the
+    row's index (an ``oracle.Running`` of them and the match so far when it reads other
+    rows; ``others`` None: no such reads). A missing value (PREV before the first row,
+    no row of a variable yet) makes a comparison false and NOT plain negation."""
+    running = False
 
     def value() -> tuple[str, Any]:
-        q = draw(st.sampled_from(["", f"{var}."]))
+        nonlocal running
         a = draw(st.sampled_from("xy"))
+        if others is not None and draw(st.integers(0, 2)) == 0:
+            running = True
+            return _navigation(draw, var, others, a)
+        q = draw(st.sampled_from(["", f"{var}."]))
         back = draw(st.sampled_from([0, 0, 1, 2]))
         if not back:
-            return f"{q}{a}", lambda rows, i, a=a: rows[i][a]
+            return f"{q}{a}", lambda rows, i, m, a=a: rows[i][a]
         text = f"PREV({q}{a})" if back == 1 and draw(st.booleans()) else f"PREV({q}{a}, {back})"
-        return text, lambda rows, i, a=a, k=back: rows[i - k][a] if i >= k else None
+        return text, lambda rows, i, m, a=a, k=back: rows[i - k][a] if i >= k else None
 
     def atom() -> tuple[str, Any]:
         op = draw(st.sampled_from(sorted(OPS)))
@@ -74,13 +82,13 @@ def _conditions(draw: Any, var: str) -> tuple[str, Any]:
         shape = draw(st.sampled_from(["const", "sum", "pair"]))
         c = draw(st.integers(0, 2))
         if shape == "const":
-            return f"{lt} {op} {c}", lambda rows, i, f=lf, op=op, c=c: _cmp(op, f(rows, i), c)
+            return f"{lt} {op} {c}", lambda r, i, m, f=lf, op=op, c=c: _cmp(op, f(r, i, m), c)
         if shape == "pair":
-            return f"{lt} {op} {rt}", lambda rows, i, f=lf, g=rf, op=op: _cmp(
-                op, f(rows, i), g(rows, i)
+            return f"{lt} {op} {rt}", lambda r, i, m, f=lf, g=rf, op=op: _cmp(
+                op, f(r, i, m), g(r, i, m)
             )
-        return f"{lt} + {rt} {op} {c}", lambda rows, i, f=lf, g=rf, op=op, c=c: _cmp(
-            op, _add(f(rows, i), g(rows, i)), c
+        return f"{lt} + {rt} {op} {c}", lambda r, i, m, f=lf, g=rf, op=op, c=c: _cmp(
+            op, _add(f(r, i, m), g(r, i, m)), c
         )
 
     text, fn = atom()
@@ -88,12 +96,38 @@ def _conditions(draw: Any, var: str) -> tuple[str, Any]:
         kind = draw(st.sampled_from(["AND", "OR", "NOT"]))
         other, g = atom()
         if kind == "NOT":
-            text, fn = f"NOT ({text})", lambda rows, i, f=fn: not f(rows, i)
+            text, fn = f"NOT ({text})", lambda r, i, m, f=fn: not f(r, i, m)
         elif kind == "AND":
-            text, fn = f"({text}) AND {other}", lambda rows, i, f=fn, g=g: f(rows, i) and g(rows, i)
+            text, fn = f"({text}) AND {other}", lambda r, i, m, f=fn, g=g: f(r, i, m) and g(r, i, m)
         else:
-            text, fn = f"({text}) OR {other}", lambda rows, i, f=fn, g=g: f(rows, i) or g(rows, i)
-    return text, fn
+            text, fn = f"({text}) OR {other}", lambda r, i, m, f=fn, g=g: f(r, i, m) or g(r, i, m)
+    if running:
+        return text, oracle.Running(fn)
+    return text, lambda rows, i, f=fn, v=var: f(rows, i, [(i, v)])
+
+
+def _navigation(draw: Any, var: str, others: tuple[str, ...], a: str) -> tuple[str, Any]:
+    """A read of another row of the match, in one of the accepted forms: ``o.a`` and
+    ``LAST(o.a [, n])`` (o's last row so far, n rows back), ``FIRST(o.a [, n])``, o
+    another variable, the row's own variable or none (every row of the match)."""
+    o = draw(st.sampled_from([*others, var, None]))
+    col = a if o is None else f"{o}.{a}"
+    form = draw(st.sampled_from(["plain", "LAST", "FIRST"]))
+    if form == "plain" and o not in (None, var):
+        text, last, n = col, True, 0
+    else:
+        last = form != "FIRST"
+        n = draw(st.sampled_from([0, 0, 0, 1, 2]))  # n > 0 is null more often
+        fn_name = "LAST" if last else "FIRST"
+        text = f"{fn_name}({col})" if n == 0 and draw(st.booleans()) else f"{fn_name}({col}, {n})"
+
+    def read(rows: Any, i: int, match: list[tuple[int, str]]) -> Any:
+        mine = [k for k, v in match if o is None or v == o]
+        if n >= len(mine):
+            return None
+        return rows[mine[-1 - n] if last else mine[n]][a]
+
+    return text, read
 
 
 def _cmp(op: str, a: int | None, b: int | None) -> bool:
@@ -121,13 +155,14 @@ def _fixed(draw: Any, length: int, depth: int = 0) -> oracle.Regex:
 
 
 @st.composite
-def cases(draw: Any, fixed: bool = False) -> dict[str, Any]:
+def cases(draw: Any, fixed: bool = False, cross: bool = False) -> dict[str, Any]:
     regex = draw(_fixed(draw(st.integers(1, 4))) if fixed else _regexes())
     used = sorted(set(oracle.variables(regex)))
     defines = {}
     for v in used:
         if draw(st.integers(0, 3)):  # an undefined variable now and then
-            defines[v] = draw(_conditions(v))
+            others = tuple(o for o in used if o != v) if cross else None
+            defines[v] = draw(_conditions(v, others))
     modes = ["PAST LAST ROW", "NEXT ROW"] if fixed else ["MATCHES", "PAST LAST ROW", "NEXT ROW"]
     mode = draw(st.sampled_from(modes))
     rows_per = "ONE" if mode == "MATCHES" else draw(st.sampled_from(["ONE", "ALL"]))
@@ -248,6 +283,19 @@ def test_skip_modes_on_fixed_length_patterns(case: dict[str, Any]) -> None:
     check(case)
 
 
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(cross=True))
+def test_defines_on_other_rows_match_oracle(case: dict[str, Any]) -> None:
+    # DEFINEs reading other rows of the match (a running correlation), every mode.
+    check(case)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(fixed=True, cross=True))
+def test_skip_modes_with_defines_on_other_rows(case: dict[str, Any]) -> None:
+    check(case)
+
+
 def check(case: dict[str, Any]) -> None:
     text = query_text(case)
     low, high = oracle.span(case["regex"])
@@ -291,5 +339,9 @@ def check(case: dict[str, Any]) -> None:
         by_batches = _drop_numbers(by_batches)
     assert _sorted(by_batches) == want, text
     event("some match" if want else "no match")
+    if any(isinstance(fn, oracle.Running) for _, fn in case["defines"].values()):
+        event("a DEFINE reading other rows")
+    if want and any(isinstance(fn, oracle.Running) for _, fn in case["defines"].values()):
+        event("some match, a DEFINE reading other rows")
     assert _sorted(by_rows) == want, text
     assert _sorted(by_columns) == want, text

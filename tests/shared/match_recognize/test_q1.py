@@ -3,12 +3,13 @@ built here, the expected matches worked out by hand.
 
 Q1 as printed cannot run as is (the research notes list its typos). Its DEFINE of A,
 ``A.amount >= 1.20 * prev(A.amount)``, runs as written (PREV is the previous row of the
-partition). B's ``B.amount < 0.80 * A.lastOf().amount`` compares with another
-variable's row, not supported; since B directly follows the last A, it is
-``0.80 * PREV(B.amount)``. ``A* B`` becomes ``A+ B``: with no A row, ``A.lastOf()`` is
-undefined and B's condition cannot hold. The duration is ``last - first`` (the printed
-``first - last`` is negative), in days. Each row also carries ``change``, its amount
-over the coin's previous amount, for the variants that do without PREV.
+partition). B's ``B.amount < 0.80 * A.lastOf().amount`` runs as
+``B.amount < 0.80 * LAST(A.amount)`` (A's last row so far) with ``A* B`` as printed:
+with no A row, ``LAST(A.amount)`` is null and B's condition does not hold. Since B
+directly follows the last A, it is also ``0.80 * PREV(B.amount)`` with ``A+ B``. The
+duration is ``last - first`` (the printed ``first - last`` is negative), in days. Each
+row also carries ``change``, its amount over the coin's previous amount, for the
+variants that do without PREV.
 """
 
 from __future__ import annotations
@@ -84,6 +85,18 @@ ALL_MATCHES = [
     ((8, 9, 10), [{"id": "BTC", "M": 175, "m": 140, "d": 1.0}]),
     ((9, 10), [{"id": "BTC", "M": 175, "m": 175, "d": 0.0}]),
 ]
+
+
+Q1_AS_PRINTED = Q1_PREV.replace("PATTERN (A+ B)", "PATTERN (A* B)").replace(
+    "0.80 * PREV(B.amount)", "0.80 * LAST(A.amount)"
+)
+
+
+def test_q1_as_printed_with_last_of_a() -> None:
+    # B reads A's last row in the match: the same matches as with PREV (B follows it).
+    # Row 5 (90) is no B of a match from 5 itself: no A row there, LAST(A.amount) is null.
+    assert "A* B" in Q1_AS_PRINTED and "LAST(A.amount)" in Q1_AS_PRINTED
+    assert sorted(run(Q1_AS_PRINTED)) == ALL_MATCHES
 
 
 def test_q1_with_prev() -> None:

@@ -93,7 +93,12 @@ def _error(text: str) -> MatchRecognizeError:
         ("", "A B", "DEFINE A AS A.price > PREV(B.price)", 3, 25, "another variable's row"),
         ("", "A B", "DEFINE A AS A.price > PREV(price, 0)", 3, 25, "between 1 and"),
         ("", "A B", "DEFINE A AS A.price > NEXT(price)", 3, 25, "NEXT"),
-        ("", "A B", "DEFINE B AS B.price > A.price", 3, 25, "other rows"),
+        ("", "A B", "DEFINE B AS B.price > Z.price", 3, 25, "Z is not a variable"),
+        ("", "A B", "DEFINE B AS B.price > LAST(Z.price)", 3, 30, "Z is not a variable"),
+        ("", "A B", "DEFINE B AS B.price > FIRST(A.price, B.x)", 3, 40, "whole number"),
+        ("", "A B", "DEFINE B AS B.price > LAST(1)", 3, 25, "LAST takes a column"),
+        ("", "A B", "DEFINE B AS B.price > LAST(A.price, 1001)", 3, 39, "at most 1000"),
+        ("", "A B", "DEFINE B AS B.price > SUM(A.price)", 3, 25, "SUM() in DEFINE"),
         ("", "A B", "DEFINE C AS price > 1", 3, 10, "C is not a variable"),
         ("", "A B", "DEFINE A AS price", 3, 15, "expected a condition"),
         ("MEASURES PREV(A.x) AS y", "A B", "", 1, 43, "PREV() is not supported"),
@@ -133,3 +138,26 @@ def test_prev_is_a_lagged_value() -> None:
     )
     pred = p.Compare(">", p.Attr("x"), p.Prev("x", 2))
     assert form.where == p.Contiguous(p.Filter(A, p.FilterAtom("A", pred)), B)
+
+
+def test_other_rows_are_a_running_correlation_over_the_whole_pattern() -> None:
+    form = parse_and_check(
+        mr("A+ B", "ALL MATCHES").replace(
+            ")\n)", ")\n DEFINE B AS B.x > A.x AND x > 1 AND FIRST(A.y, 1) < LAST(B.y, 1)\n)"
+        )
+    )
+    own = p.Compare(">", p.Attr("x"), p.Const(1))
+    last_a = p.Compare(">", p.Attr("x"), p.RunningAttr("B", "A", "x"))
+    nav = p.Compare(
+        "<", p.RunningAttr("B", "A", "y", False, 1), p.RunningAttr("B", "B", "y", True, 1)
+    )
+    inner = p.Contiguous(p.ContiguousPlus(A), p.Filter(B, p.FilterAtom("B", own)))
+    assert form.where == p.Filter(inner, p.Correlation(p.PAnd(last_a, nav)))
+
+
+def test_last_of_the_row_itself_is_the_row() -> None:
+    form = parse_and_check(
+        mr("A B", "ALL MATCHES").replace(")\n)", ")\n DEFINE B AS LAST(B.x) > 1\n)")
+    )
+    pred = p.Compare(">", p.Attr("x"), p.Const(1))
+    assert form.where == p.Contiguous(A, p.Filter(B, p.FilterAtom("B", pred)))
