@@ -44,6 +44,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Protocol
 
+from cerfleet.evaluation.evicted import EvictedClocks
 from cerfleet.evaluation.substream import SubstreamEvaluator
 
 if TYPE_CHECKING:
@@ -58,8 +59,7 @@ DEFAULT_LATENESS = 60_000.0
 
 class _Owner(Protocol):
     substreams: dict[Key, SubstreamEvaluator]
-    epochs: dict[Key, int]
-    evicted: dict[Key, float]
+    evicted: EvictedClocks
 
 
 class Horizon:
@@ -123,19 +123,10 @@ class Horizon:
             # No clock yet: nothing says its runs are dead; touched again by its next event.
             if sub is not None and sub.last_clock != float("-inf"):
                 del substreams[key]
-                del owner.epochs[key]
-        evicted = owner.evicted
-        if not isinstance(evicted, OrderedDict):
-            owner.evicted = evicted = OrderedDict(evicted)
-        while evicted:
-            key, last = next(iter(evicted.items()))
-            if not last < floor:
-                break
-            evicted.popitem(last=False)
+        owner.evicted.expire(floor, self.lateness)
 
     def restored(self, owner: _Owner, newest: float) -> None:
         """After a snapshot restore: the newest clock it held; live keys in any order
         (the order only decides when keys are swept, never an output)."""
         self.newest = newest
         self.touched = OrderedDict.fromkeys(owner.substreams if self.drops_live else ())
-        owner.evicted = OrderedDict(owner.evicted)

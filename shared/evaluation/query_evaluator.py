@@ -49,6 +49,7 @@ from cerfleet.evaluation.columnar_run import run_columns
 from cerfleet.evaluation.correlated import Correlator, correlated_complex_events
 from cerfleet.evaluation.declared_lateness import DeclaredLateness
 from cerfleet.evaluation.enumeration import complex_events
+from cerfleet.evaluation.evicted import EvictedClocks
 from cerfleet.evaluation.horizon import Horizon
 from cerfleet.evaluation.lag import Lags, lag_groups
 from cerfleet.evaluation.partitioning import checked_positions, column_length, partition_groups
@@ -76,9 +77,8 @@ class QueryEvaluator:
         self.position = 0  # global position of the next event
         self.substreams: dict[Key, SubstreamEvaluator] = {}
         self.epoch = 0  # bumped by each CONSUME BY ANY restart
-        self.epochs: dict[Key, int] = {}  # the epoch each substream last restarted in
         # The latest clock of each evicted key, for lateness (time and attribute windows).
-        self.evicted: dict[Key, float] = {}
+        self.evicted = EvictedClocks()
         self.late = 0
         self.last_late = False
         self.late_rows: list[int] = []  # late rows of the last columnar batch, unordered
@@ -300,13 +300,13 @@ class QueryEvaluator:
         sub = self.substreams.get(key)
         if sub is None:
             sub = self.substreams[key] = self.query.substream_evaluator()
-            self.epochs[key] = self.epoch
-            last = self.evicted.pop(key, None)
+            sub.epoch = self.epoch
+            last = self.evicted.pop_clock(key)
             if last is not None:
                 sub.tick(last)  # an evicted key: its later events are late below this
-        elif self.epochs[key] != self.epoch:
+        elif sub.epoch != self.epoch:
             sub.reset()  # a CONSUME BY ANY restart happened since this key's last event
-            self.epochs[key] = self.epoch
+            sub.epoch = self.epoch
         return sub
 
     def _evict_if_idle(self, key: Key, sub: SubstreamEvaluator) -> None:
@@ -318,7 +318,6 @@ class QueryEvaluator:
                 horizon.touch(key)
             return
         del self.substreams[key]
-        del self.epochs[key]
         if horizon is not None:
             horizon.forget(key)
         if self.query.clock is not None and sub.last_clock != float("-inf"):
@@ -342,7 +341,7 @@ class QueryEvaluator:
             sub.reset()
             if query.consume is Consume.ANY:
                 self.epoch += 1
-                self.epochs[key] = self.epoch
+                sub.epoch = self.epoch
         return out
 
     def _output(

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from cerfleet.errors import SnapshotError
 from cerfleet.evaluation.declared_lateness import DeclaredLateness
+from cerfleet.evaluation.evicted import EvictedClocks
 from cerfleet.evaluation.horizon import Horizon
 from cerfleet.evaluation.lag import Lags
 from cerfleet.evaluation.substream import SubstreamEvaluator
@@ -44,9 +45,8 @@ class EvaluatorState(Protocol):
     late: int
     unpartitioned: int
     substreams: dict[tuple[Any, ...], SubstreamEvaluator]
-    epochs: dict[tuple[Any, ...], int]
     lags: Lags | None
-    evicted: dict[tuple[Any, ...], float]
+    evicted: EvictedClocks
     declared: DeclaredLateness | None
     horizon: Horizon | None
 
@@ -130,7 +130,7 @@ def dump_counted(ev: EvaluatorState) -> tuple[bytes, int]:
     subs = [
         {
             "key": list(key),
-            "epoch": ev.epochs[key],
+            "epoch": sub.epoch,
             "clock": sub.clock,
             "last_clock": _num(sub.last_clock),
             "tau": _num(sub.tau),
@@ -201,9 +201,9 @@ def load_into(ev: EvaluatorState, data: bytes) -> None:
         sub.rebuild_reclaimer()
         key = tuple(s["key"])
         ev.substreams[key] = sub
-        ev.epochs[key] = s["epoch"]
+        sub.epoch = s["epoch"]
     # Absent from snapshots taken before idle keys were evicted.
-    ev.evicted = {tuple(key): clock for key, clock in doc.get("evicted", [])}
+    ev.evicted = EvictedClocks((tuple(key), clock) for key, clock in doc.get("evicted", []))
     if ev.declared is not None:
         ev.declared.load(doc.get("declared", []))
     if ev.horizon is not None:

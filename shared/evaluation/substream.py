@@ -27,7 +27,7 @@ class SubstreamEvaluator:
     Paper names: ``A`` is ``dcea``, ``ε`` is ``epsilon``, ``τ = clock(j) − ε`` is ``tau``.
     """
 
-    __slots__ = ("clock", "dcea", "epsilon", "last_clock", "reclaimer", "tau")
+    __slots__ = ("clock", "dcea", "epoch", "epsilon", "last_clock", "reclaimer", "tau")
 
     def __init__(self, dcea: DetCEA, epsilon: float) -> None:
         self.dcea = dcea
@@ -35,6 +35,7 @@ class SubstreamEvaluator:
         self.tau = float("-inf")
         self.clock = 0  # positions seen in this substream: the clock of EVENTS windows
         self.last_clock = float("-inf")  # latest clock seen: later events may not go back
+        self.epoch = 0  # the query's CONSUME BY ANY epoch this substream last restarted in
         # Reclaiming only matters with a window; without one every node stays reachable.
         self.reclaimer: Reclaimer | None = Reclaimer() if epsilon != float("inf") else None
 
