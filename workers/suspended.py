@@ -43,7 +43,7 @@ def suspended_status(states: Mapping[TP, PartitionState]) -> str:
     ]
     if not found:
         return ""
-    return f"; {len(found)} queries suspended over the time budget: " + "; ".join(found)
+    return "; suspended over the time budget: " + "; ".join(found)
 
 
 class SuspendedQueries(Collector):

@@ -42,7 +42,7 @@ class Clock:
         return self.now
 
 
-class Fleet:
+class Queries:
     """A registry of SLOW and FAST (and later versions), whose SLOW evaluators advance
     ``clock`` by ``cost`` seconds per record."""
 
@@ -128,10 +128,10 @@ cuts_st = st.lists(st.integers(1, 39), max_size=8)
 def test_the_slow_query_stops_at_the_batch_over_budget_the_fast_one_never(
     kinds: str, cuts: list[int]
 ) -> None:
-    fleet = Fleet()
+    queries = Queries()
     recs = records(kinds)
     batches = split(recs, cuts)
-    state = fleet.state()
+    state = queries.state()
     out = run(state, batches)
     stop = first_over(batches)
     assert of(out, "fast") == expected(FAST, recs)
@@ -151,8 +151,8 @@ def test_the_slow_query_stops_at_the_batch_over_budget_the_fast_one_never(
 def test_no_budget_or_within_it_nothing_is_suspended() -> None:
     recs = records("AB" * 20)
     for budget in (0.0, 41.0):
-        fleet = Fleet()
-        state = fleet.state(budget)
+        queries = Queries()
+        state = queries.state(budget)
         out = run(state, [recs])
         assert of(out, "slow") == expected(SLOW, recs) and of(out, "slow")
         assert state.suspensions.by_name == {}
@@ -179,13 +179,13 @@ def test_a_recorded_suspension_holds_from_the_same_offset_after_a_crash(
     checkpoint (or a later one), replays the rest batched differently, on a machine
     faster or slower than its predecessor's, and publishes exactly what one run with
     that suspension would have."""
-    fleet = Fleet()
+    queries = Queries()
     recs = records(kinds)
     batches = split(recs, cuts)
     stop = first_over(batches)
     if stop is None:
         return
-    state = fleet.state()
+    state = queries.state()
     published: list[Row] = []
     ckpt: Checkpoint | None = None
     for batch in batches:
@@ -202,8 +202,8 @@ def test_a_recorded_suspension_holds_from_the_same_offset_after_a_crash(
     seqs: dict[tuple[str, int], int] = {}
     for name, version, seq, _ in published:
         seqs[(name, version)] = max(seq, seqs.get((name, version), -1))
-    fleet.cost = replay_cost
-    successor = fleet.state(ckpt=ckpt, published=seqs)
+    queries.cost = replay_cost
+    successor = queries.state(ckpt=ckpt, published=seqs)
     rest = [r for r in recs if r.offset >= ckpt.next_offset]
     published += run(successor, split(rest, recuts))
     assert of(published, "fast") == expected(FAST, recs)
@@ -220,10 +220,10 @@ def test_an_unrecorded_suspension_binds_nothing(
     checkpoint (taken after the records below ``restart``) on a machine where every
     batch is over budget. It decides anew, never while it recomputes what its
     predecessor published, so the output topic holds the output of one run."""
-    fleet = Fleet()
+    queries = Queries()
     recs = records(kinds)
     batches = split(recs, cuts)
-    state = fleet.state()
+    state = queries.state()
     published: list[Row] = []
     ckpt: Checkpoint | None = None
     for batch in batches:
@@ -236,8 +236,8 @@ def test_an_unrecorded_suspension_binds_nothing(
     seqs: dict[tuple[str, int], int] = {}
     for name, version, seq, _ in published:
         seqs[(name, version)] = max(seq, seqs.get((name, version), -1))
-    fleet.cost = 100.0  # every batch of the successor is over budget
-    successor = fleet.state(ckpt=ckpt, published=seqs)
+    queries.cost = 100.0  # every batch of the successor is over budget
+    successor = queries.state(ckpt=ckpt, published=seqs)
     rest = [r for r in recs if ckpt is None or r.offset >= ckpt.next_offset]
     replayed = run(successor, split(rest, recuts))
     suspended = successor.suspensions.by_name.get("slow")
@@ -249,21 +249,21 @@ def test_an_unrecorded_suspension_binds_nothing(
     assert all(stop is None or p[-1] < stop for p in of(published, "slow"))
 
 
-def _suspended_fleet() -> tuple[Fleet, PartitionState, list[Record]]:
-    fleet = Fleet()
+def _suspended_fleet() -> tuple[Queries, PartitionState, list[Record]]:
+    queries = Queries()
     recs = records("ABABABAB")
-    state = fleet.state()
+    state = queries.state()
     run(state, [recs])
     state.suspensions.mark_recorded("test")
     assert {n: s.offset for n, s in state.suspended().items()} == {"slow": 8}
-    return fleet, state, recs
+    return queries, state, recs
 
 
 def test_a_new_version_runs_from_its_own_state() -> None:
-    fleet, state, recs = _suspended_fleet()
+    queries, state, recs = _suspended_fleet()
     assert of(run(state, [records("AB", first=8)]), "slow") == []  # still suspended
-    fleet.register(2, "slow", NEW)  # the new version, at registry offset 2
-    fleet.cost = 0.0
+    queries.register(2, "slow", NEW)  # the new version, at registry offset 2
+    queries.cost = 0.0
     more = records("AABAAA", registry=3, first=10)
     out = run(state, [more])
     assert [(r[1], r[2], r[3]) for r in out if r[0] == "slow"] == [
@@ -276,8 +276,8 @@ def test_a_new_version_runs_from_its_own_state() -> None:
 
 
 def test_removal_ends_the_suspension() -> None:
-    fleet, state, _ = _suspended_fleet()
-    fleet.register(2, "slow", None)
+    queries, state, _ = _suspended_fleet()
+    queries.register(2, "slow", None)
     run(state, [records("AB", registry=3, first=8)])
     assert "slow" not in state.runs and state.suspended() == {}
     assert Checkpoint.decode(state.checkpoint().encode()).suspended == {}

@@ -89,13 +89,19 @@ def _wait(reader: TopicReader, want: Counter[Any], timeout: float = 120) -> None
     reader.wait_for(sum(want.values()), timeout, settle=1.0)
 
 
-def test_a_slow_query_is_suspended_durably_and_its_neighbour_goes_on(fleet: Fleet) -> None:
+@pytest.mark.parametrize("transactions", [False, True], ids=["plain", "transactions"])
+def test_a_slow_query_is_suspended_durably_and_its_neighbour_goes_on(
+    fleet: Fleet, transactions: bool
+) -> None:
+    """With transactions the checkpoint recording the suspension commits the partition's
+    transaction, outputs included."""
+    args = ["--query-time-budget", BUDGET, *(["--transactions"] if transactions else [])]
     source = fleet.topic("in")
     slow_out, normal_out = fleet.topic("out-slow"), fleet.topic("out-normal")
     _submit(fleet, "slow", SLOW, source, slow_out)
     _submit(fleet, "normal", NORMAL, source, normal_out)
     coordinator = fleet.coordinator()
-    worker = fleet.worker("--query-time-budget", BUDGET)
+    worker = fleet.worker(*args)
     slow, normal = fleet.reader(slow_out), fleet.reader(normal_out)
     events = _events(3000)
     fleet.produce(source, [orjson.dumps(e) for e in events])
@@ -117,7 +123,7 @@ def test_a_slow_query_is_suspended_durably_and_its_neighbour_goes_on(fleet: Flee
     while len(normal.records) == before:  # killed once its first outputs are out, so
         normal.poll(0.05)  # the successor likely replays past the last checkpoint
     worker.kill()
-    successor = fleet.worker("--query-time-budget", BUDGET)
+    successor = fleet.worker(*args)
     assert _suspension(successor)[:2] == (version, stop)
     more = _events(1000)
     fleet.produce(source, [orjson.dumps(e) for e in more])

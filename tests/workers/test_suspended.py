@@ -8,11 +8,11 @@ from prometheus_client import CollectorRegistry, generate_latest
 from cerfleet.workers.ownership import CheckpointTimeout
 from cerfleet.workers.partition import PartitionState
 from cerfleet.workers.suspended import SuspendedQueries, record_suspensions, suspended_status
-from tests.workers.test_budget import Fleet, records, run
+from tests.workers.test_budget import Queries, records, run
 
 
 def _suspending() -> PartitionState:
-    state: PartitionState = Fleet().state()
+    state: PartitionState = Queries().state()
     run(state, [records("ABABABAB")])
     assert state.suspensions.unrecorded()
     return state
@@ -36,7 +36,7 @@ def test_a_suspension_is_reported_once_its_checkpoint_is_written() -> None:
     record_suspensions(state, lambda: rounds.append(1))
     assert rounds == [1] and not state.suspensions.unrecorded()
     status = suspended_status(states)
-    assert status.startswith("; 1 queries suspended over the time budget: slow (version 1) on ")
+    assert status.startswith("; suspended over the time budget: slow (version 1) on ")
     assert f"{state.keyed_topic}[0] from offset 8: evaluating a batch of 8 records took" in status
     text = generate_latest(registry).decode()
     assert 'cerfleet_worker_suspended_queries{query="slow"} 1.0' in text
