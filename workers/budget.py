@@ -20,9 +20,11 @@ remakes a decision its predecessor recorded; it reads it back:
   (its outputs so far flushed first; with transactions, one transaction holds
   both), before it evaluates any later record of the partition, and reports the
   suspension (log, ``/healthz``, ``cerfleet_worker_suspended_queries``) only
-  once that checkpoint is written (``Suspension.recorded``). That checkpoint's
-  next offset is the suspension's offset, so a successor restoring it, or any
-  later one, skips the query from the same offset.
+  once that checkpoint is written (``Suspension.recorded``; a round out of time
+  is tried again after the partition's next batch). That checkpoint resumes at
+  or past the suspension's offset, so a successor restoring it, or any later
+  one, skips the query from the same offset; checkpoints carry the suspension
+  on for as long as that version of the query runs.
 - Until then the decision binds nothing: no output published depends on it, so
   a successor replaying from an older checkpoint may decide otherwise (later,
   or not at all) and the output topic still holds the output of one run. One
