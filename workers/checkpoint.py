@@ -4,7 +4,9 @@ A checkpoint is everything a worker needs to continue a keyed partition as if
 it had never stopped: the next keyed offset, the last input offset seen per
 input partition (to drop records a coordinator routed twice), and per query
 its registry version, output count and engine snapshot (union-lists and the
-tECS nodes they reach, see ``cerfleet.evaluation.snapshot``). It also keeps,
+tECS nodes they reach, see ``cerfleet.evaluation.snapshot``), and the queries
+suspended there for going over their time budget (``cerfleet.workers.budget``:
+a suspension is recorded here and nowhere else). It also keeps,
 per output topic, an offset below which none of the partition's later
 outputs can lie, so a successor scans only the tail of the output topic.
 
@@ -30,6 +32,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 
 from cerfleet.errors import SnapshotError
 from cerfleet.fleet.keyed import coordinates, header_items
+from cerfleet.workers.budget import Suspension
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +63,8 @@ class Checkpoint:
     retired: list[tuple[str, int]] = field(default_factory=list)
     output_bounds: dict[str, int] = field(default_factory=dict)
     registry_seen: int = 0
+    # Queries suspended on the partition (``cerfleet.workers.budget``), by name.
+    suspended: dict[str, Suspension] = field(default_factory=dict)
 
     def encode(self) -> bytes:
         names = sorted(self.queries)
@@ -71,6 +76,7 @@ class Checkpoint:
             "retired": self.retired,
             "output_bounds": self.output_bounds,
             "registry_seen": self.registry_seen,
+            "suspended": {n: s.to_json() for n, s in sorted(self.suspended.items())},
             "queries": [
                 {
                     "name": n,
@@ -125,6 +131,7 @@ class Checkpoint:
             [(str(n), int(v)) for n, v in header["retired"]],
             header["output_bounds"],
             int(header.get("registry_seen", 0)),
+            {n: Suspension.from_json(d) for n, d in header.get("suspended", {}).items()},
         )
 
 

@@ -33,6 +33,13 @@ def register(subparsers: Any) -> None:
         "and flagged (default 10000; the same on every worker of the group)",
     )
     p.add_argument(
+        "--query-time-budget",
+        type=float,
+        help="seconds one query may take to evaluate one batch of a keyed partition; a "
+        "query over it is suspended there (state kept, listed on /healthz) while the "
+        "others go on, until removed or resubmitted (default 5; 0: no budget)",
+    )
+    p.add_argument(
         "--transactions",
         action="store_true",
         default=None,
@@ -56,6 +63,7 @@ def _worker(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         transactions=args.transactions,
         max_outputs_per_event=args.max_outputs_per_event,
+        query_time_budget=args.query_time_budget,
     )
     metrics = WorkerMetrics()
     worker = Worker(settings, metrics)

@@ -336,7 +336,7 @@ class Ownership:
             for key, seq in published_seqs(tail.records, keyed_topic, partition).items():
                 published[key] = max(seq, published.get(key, -1))
         state = PartitionState.restore(self.catalog, keyed_topic, partition, ckpt, published)
-        state.max_outputs_per_event, state.record_limits = self.settings.partition_limits()
+        state.limit(*self.settings.partition_limits())
         for out_topic, end in ends.items():
             # This partition's later outputs all land after the end just read, so the next
             # successor need not scan below it even if this owner publishes nothing there.

@@ -28,6 +28,10 @@ a function of the input alone and numbering stays replayable; the last output of
 a cut record says so (``Output.truncated``) and ``truncated`` counts cut records
 per query. The bound must then be the same for every worker of the group, as the
 queries are: a replay under another bound numbers differently.
+
+A query whose evaluation of one batch takes over ``time_budget`` is suspended
+on the partition from the next offset, durably and replayably: see
+``cerfleet.workers.budget``.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from __future__ import annotations
 import logging
 import time
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +48,7 @@ from cerfleet.evaluation.query_evaluator import QueryEvaluator
 from cerfleet.evaluation.snapshot import dump_counted
 from cerfleet.fleet.records import DEFAULT_LIMITS, RecordLimits
 from cerfleet.fleet.registry import Registered
+from cerfleet.workers.budget import Suspension, Suspensions
 from cerfleet.workers.catalog import Catalog
 from cerfleet.workers.checkpoint import Checkpoint, QueryCheckpoint
 from cerfleet.workers.keyed_batch import KeyedBatch
@@ -130,6 +135,14 @@ class PartitionState:
     truncated: dict[str, int] = field(default_factory=dict)  # query -> records cut
     # query -> seconds spent evaluating it here: which query a slow worker is busy with
     evaluation_seconds: dict[str, float] = field(default_factory=dict)
+    time_budget: float = 0.0  # per query and batch, in seconds (0: none)
+    suspensions: Suspensions = field(default_factory=Suspensions)
+    clock: Callable[[], float] = time.perf_counter  # what evaluation time is read from
+
+    def limit(self, max_outputs_per_event: int, records: RecordLimits, time_budget: float) -> None:
+        """The worker's bounds (``WorkerSettings.partition_limits``)."""
+        self.max_outputs_per_event, self.record_limits = max_outputs_per_event, records
+        self.time_budget = time_budget
 
     def process(
         self, records: Sequence[Record] | KeyedBatch
@@ -149,13 +162,16 @@ class PartitionState:
         registries = batch.registries
         for segment in segments(screened.kept, registries):
             for run in self._active(registries[segment[0]]):
+                given = self.suspensions.rows(run.name, run.entry.version, segment, batch.offsets)
                 entry = work.get(id(run))
                 if entry is None:
-                    work[id(run)] = (run, list(segment))
+                    work[id(run)] = (run, list(given))
                 else:
-                    entry[1].extend(segment)
+                    entry[1].extend(given)
         outputs: list[Output] = []
         for run, rows in work.values():
+            if not rows:
+                continue  # suspended
             evaluator = run.evaluator
             decoded = decode_rows(
                 evaluator.query.json_decoder, batch, rows, run.entry.spec.topic_streams
@@ -170,14 +186,14 @@ class PartitionState:
             if not decoded.rows:
                 continue
             evaluator.max_outputs = run.max_outputs or self.max_outputs_per_event
-            started = time.perf_counter()
+            started = self.clock()
             if run.lateness is None:
                 ces = evaluator.process_columns(
                     decoded.columns, events=decoded.events, positions=decoded.positions
                 )
             else:
                 ces = in_time_order(run.lateness, evaluator, decoded.events, decoded.positions)
-            spent = time.perf_counter() - started
+            spent = self.clock() - started
             self.evaluation_seconds[run.name] = self.evaluation_seconds.get(run.name, 0.0) + spent
             cut = set(evaluator.truncated_ends)
             if cut:
@@ -191,6 +207,16 @@ class PartitionState:
                     continue
                 last = ce.end in cut and (i + 1 == len(ces) or ces[i + 1].end != ce.end)
                 outputs.append(Output(run, seq, ce, last))
+            replaying = run.emitted < run.suppress
+            self.suspensions.judge(
+                run.name,
+                run.entry.version,
+                spent,
+                len(rows),
+                self.time_budget,
+                self.next_offset,
+                replaying,
+            )
         # In record order, the record's own verdict before its queries' (by name).
         dead.sort(key=lambda d: (d.record.offset, d.query or ""))
         return outputs, dead
@@ -310,7 +336,16 @@ class PartitionState:
             sorted(self.retired),
             dict(self.output_bounds),
             self.registry_seen,
+            self.suspensions.live(self._versions()),
         )
+
+    def _versions(self) -> dict[str, int]:
+        return {name: run.entry.version for name, run in list(self.runs.items())}
+
+    def suspended(self) -> dict[str, Suspension]:
+        """The queries suspended here, as recorded (see ``cerfleet.workers.budget``)."""
+        live = self.suspensions.live(self._versions())
+        return {name: s for name, s in live.items() if s.recorded}
 
     @classmethod
     def restore(
@@ -338,6 +373,7 @@ class PartitionState:
         state.retired = set(ckpt.retired)
         state.output_bounds = dict(ckpt.output_bounds)
         state.registry_seen = ckpt.registry_seen
+        state.suspensions = Suspensions(dict(ckpt.suspended))
         for name, qc in ckpt.queries.items():
             entry = catalog.entry(name, qc.version)
             if entry is None or entry.query.fingerprint != qc.fingerprint:

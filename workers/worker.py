@@ -63,6 +63,7 @@ from cerfleet.workers.metrics import WorkerMetrics
 from cerfleet.workers.outputs import origin, output_key, output_value
 from cerfleet.workers.ownership import CheckpointTimeout, Ownership
 from cerfleet.workers.partition import DeadLetter, Output, PartitionState
+from cerfleet.workers.suspended import SuspendedQueries, record_suspensions, suspended_status
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,7 @@ class Worker(Ownership):
         self.settings = settings
         self.metrics = metrics or WorkerMetrics()
         self.states: dict[TP, PartitionState] = {}
+        self.metrics.registry.register(SuspendedQueries(self.states))
         self.ready = False
         self._failure: KafkaError | None = None
         self._delivered: dict[tuple[TP, str], int] = {}  # highest output offset per topic
@@ -106,7 +108,7 @@ class Worker(Ownership):
             return False, f"delivery failed: {self._failure}"
         if not self.ready:
             return False, "starting"
-        status = f"{len(self.states)} keyed partitions"
+        status = f"{len(self.states)} keyed partitions" + suspended_status(self.states)
         blocked = list(self._blocked.values())  # a copy: the worker's thread changes it
         if blocked:
             waiting = sorted(set().union(*blocked))
@@ -223,6 +225,8 @@ class Worker(Ownership):
             self._emit_all(state, outputs, received)
             for letter in dead:
                 self._dead_letter(state, letter)
+            if state.suspensions.unrecorded():  # cerfleet.workers.budget
+                record_suspensions(state, self._checkpoint)
 
     # -- missing output topics -------------------------------------------------------
 

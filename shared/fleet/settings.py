@@ -120,14 +120,18 @@ class WorkerSettings(FleetSettings):
     # one, see ``QuerySpec.max_outputs_per_event``): every worker of a group must then
     # use the same value, since outputs are numbered for exactly-once replay.
     max_outputs_per_event: int = Field(DEFAULT_MAX_OUTPUTS_PER_EVENT, ge=1)
+    # Seconds one query may take to evaluate one batch of a keyed partition; a query
+    # over it is suspended there (state kept) so the partition's other queries go on
+    # (see ``cerfleet.workers.budget``). 0: no budget.
+    query_time_budget: float = Field(5.0, ge=0)
 
     # The checkpoint on revoke gives up after this long (the group waits for it); the
     # successor then replays from the previous checkpoint.
     revoke_timeout: float = Field(10.0, gt=0)
 
-    def partition_limits(self) -> tuple[int, RecordLimits]:
+    def partition_limits(self) -> tuple[int, RecordLimits, float]:
         """What each keyed partition's state is bounded by (see ``PartitionState``)."""
-        return self.max_outputs_per_event, self.record_limits()
+        return self.max_outputs_per_event, self.record_limits(), self.query_time_budget
 
 
 def load_settings(cls: type[S], config_file: str | Path | None, flags: dict[str, Any]) -> S:

@@ -27,6 +27,7 @@ from cerfleet.cli.main import build_parser
 from cerfleet.coordinator.router import RouterMetrics
 from cerfleet.fleet.settings import CoordinatorSettings, FleetSettings, WorkerSettings
 from cerfleet.workers.metrics import WorkerMetrics
+from cerfleet.workers.suspended import SuspendedQueries
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO / "Dockerfile"
@@ -213,6 +214,8 @@ def exported_metric_names() -> set[str]:
     for make in (WorkerMetrics, RouterMetrics):
         registry = CollectorRegistry()
         make(registry)
+        if make is WorkerMetrics:  # the worker registers it, with its partitions' states
+            registry.register(SuspendedQueries({}))
         for family in registry.collect():
             # Family names drop the suffixes the exposition format adds to samples.
             suffixes = {

@@ -290,6 +290,7 @@ def test_settings_reach_the_processes_as_values_say(
     (container,) = worker["spec"]["template"]["spec"]["containers"]
     settings = load_settings_from_env(SETTINGS_BY_COMMAND["worker"], container_env(container))
     assert settings.transactions == values["worker"]["transactions"]
+    assert settings.query_time_budget == values["worker"]["queryTimeBudget"]
     assert settings.output_partitions == values["fleet"]["outputPartitions"]
 
 

@@ -145,8 +145,14 @@ def test_records_within_the_limits_pass(value: bytes) -> None:
 
 def test_the_settings_carry_the_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CERFLEET_MAX_EVENT_BYTES", "2048")
+    monkeypatch.setenv("CERFLEET_QUERY_TIME_BUDGET", "0.5")
     s = WorkerSettings(max_event_depth=9)
-    assert s.partition_limits() == (10_000, RecordLimits(2048, 9))
+    assert s.partition_limits() == (10_000, RecordLimits(2048, 9), 0.5)
+    assert WorkerSettings().query_time_budget == 0.5
+    monkeypatch.delenv("CERFLEET_QUERY_TIME_BUDGET")
+    assert WorkerSettings().query_time_budget == 5.0
+    with pytest.raises(ValueError, match="greater than or equal to 0"):
+        WorkerSettings(query_time_budget=-1)
     with pytest.raises(ValueError, match="less than or equal to 200"):
         WorkerSettings(max_event_depth=500)
 
