@@ -111,3 +111,24 @@ def test_durations(text: str, ms: float) -> None:
 def test_a_bad_duration_says_what_is_accepted() -> None:
     with pytest.raises(ValueError, match="ms, s, m or h"):
         parse_duration("5 fortnights")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.one_of(st.none(), st.integers(0, 60)), max_size=30),
+    st.integers(0, 30),
+    st.integers(0, 20),
+)
+def test_a_buffer_restored_from_json_releases_what_the_original_would(
+    times: list[int | None], cut: int, bound: int
+) -> None:
+    # A checkpoint goes through JSON, timeless items included.
+    original: Reorder[int] = Reorder(bound)
+    for i, t in enumerate(times[:cut]):
+        original.push(t, i)
+    state = json.loads(json.dumps(original.export(lambda item: item), allow_nan=False))
+    copy: Reorder[int] = Reorder.restore(state, int)
+    rest = list(enumerate(times))[cut:]
+    assert [x for i, t in rest for x in copy.push(t, i)] + copy.flush() == [
+        x for i, t in rest for x in original.push(t, i)
+    ] + original.flush()
