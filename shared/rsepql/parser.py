@@ -15,13 +15,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken, VisitError
 from lark.tree import Meta
 
 from cerfleet import pattern
 from cerfleet.errors import RsepqlError
 from cerfleet.pattern import Span
+from cerfleet.rdf.sparql_terms import Fail as _Fail
+from cerfleet.rdf.sparql_terms import GraphTerms
+from cerfleet.rdf.sparql_terms import mspan as _mspan
+from cerfleet.rdf.sparql_terms import tspan as _tspan
 from cerfleet.rsepql import syntax as s
 
 __all__ = ["parse"]
@@ -33,9 +37,6 @@ _PARSER = Lark.open_from_package(
     propagate_positions=True,
     cache=True,
 )
-_RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
-_XSD = "http://www.w3.org/2001/XMLSchema#"
-_NUMERIC = {_XSD + t for t in ("integer", "int", "long", "decimal", "double", "float", "short")}
 _UNIT_MS = {"SECOND": 1000, "MINUTE": 60_000, "HOUR": 3_600_000}
 _SHOWN = {
     "LPAR": "'('",
@@ -59,127 +60,17 @@ _SHOWN = {
 }
 
 
-class _Fail(Exception):
-    def __init__(self, message: str, span: Span | None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.span = span
-
-
-def _tspan(tok: Token) -> Span:
-    return Span(tok.line or 1, tok.column or 1, tok.end_line or 1, tok.end_column or 1)
-
-
-def _mspan(meta: Meta) -> Span | None:
-    if getattr(meta, "empty", True):
-        return None
-    return Span(meta.line, meta.column, meta.end_line, meta.end_column)
-
-
-def _unescape(text: str) -> str:
-    body = text[1:-1]
-    return body.encode("utf-8").decode("unicode_escape") if "\\" in body else body
-
-
 def _ms(amount: Token, unit: Token | None) -> int:
     scale = 1000 if unit is None else _UNIT_MS[str(unit).upper().rstrip("S")]
     return int(str(amount)) * scale
 
 
 @v_args(meta=True)
-class _ToSyntax(Transformer[Token, Any]):
-    def __init__(self) -> None:
-        super().__init__()
-        self.prefixes: dict[str, str] = {}
-
-    # -- terms and filters ----------------------------------------------------
-    def iri(self, meta: Meta, c: list[Token]) -> pattern.GraphIri:
-        tok = c[0]
-        text = str(tok)
-        if tok.type == "IRIREF":
-            return pattern.GraphIri(text[1:-1])
-        prefix, _, local = text.partition(":")
-        if prefix + ":" not in self.prefixes:
-            raise _Fail(f"undeclared prefix {prefix + ':'!r}", _tspan(tok))
-        return pattern.GraphIri(self.prefixes[prefix + ":"] + local)
-
-    def var(self, meta: Meta, c: list[Token]) -> pattern.GraphVar:
-        return pattern.GraphVar(str(c[0])[1:])
-
-    def rdf_type(self, meta: Meta, c: list[Any]) -> pattern.GraphIri:
-        return pattern.GraphIri(_RDF_TYPE)
-
-    def string(self, meta: Meta, c: list[Token]) -> pattern.GraphLiteral:
-        return pattern.GraphLiteral(_unescape(str(c[0])))
-
-    def typed(self, meta: Meta, c: list[Any]) -> pattern.GraphLiteral:
-        text = _unescape(str(c[0]))
-        if c[1].value in _NUMERIC:
-            try:
-                number = float(text)
-            except ValueError:
-                raise _Fail(f"{text!r} is not a number", _mspan(meta)) from None
-            return pattern.GraphLiteral(int(number) if number.is_integer() else number)
-        return pattern.GraphLiteral(text)
-
-    def number(self, meta: Meta, c: list[Token]) -> pattern.GraphLiteral:
-        text = str(c[0])
-        return pattern.GraphLiteral(int(text) if text.lstrip("+-").isdigit() else float(text))
-
-    def true(self, meta: Meta, c: list[Any]) -> pattern.GraphLiteral:
-        return pattern.GraphLiteral(True)
-
-    def false(self, meta: Meta, c: list[Any]) -> pattern.GraphLiteral:
-        return pattern.GraphLiteral(False)
-
-    def _expr(self, node: Any) -> pattern.Expr:
-        if isinstance(node, pattern.GraphVar):
-            return pattern.Attr(node.name)
-        if isinstance(node, pattern.GraphIri | pattern.GraphLiteral):
-            return pattern.Const(node.value)
-        if isinstance(node, pattern.Attr | pattern.Const | pattern.Arith | pattern.Neg):
-            return node
-        raise _Fail("expected a value, not a condition", None)
-
-    def _pred(self, node: Any, meta: Meta) -> pattern.Pred:
-        if isinstance(node, pattern.Compare | pattern.PAnd | pattern.POr | pattern.PNot):
-            return node
-        if isinstance(node, pattern.GraphLiteral) and isinstance(node.value, bool):
-            return pattern.BoolLit(node.value)
-        raise _Fail("expected a condition (a comparison)", _mspan(meta))
-
-    def compare(self, meta: Meta, c: list[Any]) -> pattern.Compare:
-        return pattern.Compare(str(c[1]), self._expr(c[0]), self._expr(c[2]), span=_mspan(meta))
-
-    def arith(self, meta: Meta, c: list[Any]) -> pattern.Arith:
-        return pattern.Arith(str(c[1]), self._expr(c[0]), self._expr(c[2]), span=_mspan(meta))
-
-    def neg(self, meta: Meta, c: list[Any]) -> pattern.Neg:
-        return pattern.Neg(self._expr(c[0]), span=_mspan(meta))
-
-    def and_(self, meta: Meta, c: list[Any]) -> pattern.PAnd:
-        return pattern.PAnd(self._pred(c[0], meta), self._pred(c[1], meta), span=_mspan(meta))
-
-    def or_(self, meta: Meta, c: list[Any]) -> pattern.POr:
-        return pattern.POr(self._pred(c[0], meta), self._pred(c[1], meta), span=_mspan(meta))
-
-    def not_(self, meta: Meta, c: list[Any]) -> pattern.PNot:
-        return pattern.PNot(self._pred(c[0], meta), span=_mspan(meta))
-
+class _ToSyntax(GraphTerms):
     def filter(self, meta: Meta, c: list[Any]) -> tuple[str, Any]:
         return "filter", (self._pred(c[0], meta), _mspan(meta))
 
-    def triple(self, meta: Meta, c: list[Any]) -> tuple[str, Any]:
-        if not isinstance(c[1], pattern.GraphIri | pattern.GraphVar):
-            raise _Fail("a predicate must be an IRI or a variable", _mspan(meta))
-        if isinstance(c[0], pattern.GraphLiteral):
-            raise _Fail("a subject cannot be a literal", _mspan(meta))
-        return "triple", (c[0], c[1], c[2])
-
     # -- windows, events, MATCH ------------------------------------------------
-    def prefix(self, meta: Meta, c: list[Token]) -> None:
-        self.prefixes[str(c[0])] = str(c[1])[1:-1]
-
     def select(self, meta: Meta, c: list[Token]) -> tuple[str, Any]:
         if c and c[0].type == "STAR":
             return "select", None
