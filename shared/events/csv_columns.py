@@ -29,6 +29,7 @@ import numpy as np
 from cerfleet.events.columns import column
 from cerfleet.events.csv_reader import _FLOAT, _INT, _header, convert_value, parse_csv
 from cerfleet.events.ingest import Batch
+from cerfleet.events.line_batches import whole_line_chunks
 from cerfleet.events.records import Malformed
 
 __all__ = ["CsvEvents", "csv_batches"]
@@ -42,7 +43,6 @@ _FLOATS = re.compile(rf"(?:{_FLOAT.pattern}\n)*{_FLOAT.pattern}")
 # the column through the cell-by-cell path.
 _TYPED = re.compile(rf"(?mi)^\s*(?:{_INT.pattern}|{_FLOAT.pattern}|true|false)\s*$")
 _DIGIT = re.compile(r"\d")
-_BOM = b"\xef\xbb\xbf"
 _NEWLINE, _COMMA = ord("\n"), ord(",")
 
 
@@ -99,7 +99,7 @@ def csv_batches(
     ``MalformedEvent`` for an unusable header, as from the row reader."""
     wanted = sorted({*attributes, type_field})
     names = sorted({*wanted, *check_attributes})
-    chunks = _chunks(read, max_bytes)
+    chunks = whole_line_chunks(read, max_bytes)
     header: list[str] | None = None
     header_line = b""
     next_number = 1
@@ -292,34 +292,6 @@ def _lone_returns(text: bytes) -> bool:
 
 def _blank(row: list[str]) -> bool:
     return len(row) == 1 and not row[0].strip()
-
-
-def _chunks(read: Callable[[int], bytes], max_bytes: int) -> Iterator[tuple[bytes, int]]:
-    """Whole lines (the last line break left off) of up to about ``max_bytes``, and the
-    bytes read so far; a UTF-8 byte order mark at the start is dropped."""
-    carry = b""
-    total = 0
-    first = True
-    while True:
-        chunk = read(max_bytes)
-        total += len(chunk)
-        if chunk:
-            data = carry + chunk
-            end = data.rfind(b"\n")
-            if end < 0:
-                carry = data
-                continue
-            text, carry = data[:end], data[end + 1 :]
-        elif carry:
-            text, carry = carry, b""
-        else:
-            return
-        if first:
-            text = text.removeprefix(_BOM)
-            first = False
-        yield text, total
-        if not chunk:
-            return
 
 
 def _with_breaks(text: bytes) -> list[bytes]:

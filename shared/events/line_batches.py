@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["LineBatch", "line_batches"]
+__all__ = ["LineBatch", "line_batches", "whole_line_chunks"]
 
 DEFAULT_MAX_BYTES = 1 << 20
 _BOM = b"\xef\xbb\xbf"
@@ -34,8 +34,25 @@ def line_batches(
     """Batches of the lines ``read`` returns until end of input (an empty read); a
     last line without a line break counts. Empty lines are left out (their numbers
     are skipped); lines of only spaces are kept for the decoder to drop."""
-    carry = b""
     next_number = 1
+    for text, total in whole_line_chunks(read, max_bytes):
+        lines = text.split(b"\n")
+        if b"\r" in text:  # CRLF files: the CR is no part of the record
+            lines = [line.rstrip(b"\r") for line in lines]
+        numbers = range(next_number, next_number + len(lines))
+        next_number += len(lines)
+        if b"" in lines:
+            kept = [(n, line) for n, line in zip(numbers, lines, strict=True) if line]
+            yield LineBatch([line for _, line in kept], [n for n, _ in kept], total)
+        else:
+            yield LineBatch(lines, list(numbers), total)
+
+
+def whole_line_chunks(read: Callable[[int], bytes], max_bytes: int) -> Iterator[tuple[bytes, int]]:
+    """Whole lines (the last line break left off) of up to about ``max_bytes``, and the
+    bytes read so far; a last line without a line break counts, and a UTF-8 byte order
+    mark at the start is dropped (it is not part of the first record)."""
+    carry = b""
     total = 0
     first = True
     while True:
@@ -47,24 +64,14 @@ def line_batches(
             if end < 0:
                 carry = data
                 continue
-            carry = data[end + 1 :]
-            text = data[:end]
-        else:
-            if not carry:
-                return
+            text, carry = data[:end], data[end + 1 :]
+        elif carry:
             text, carry = carry, b""
-        if first:
-            text = text.removeprefix(_BOM)  # a UTF-8 byte order mark is not JSON
-            first = False
-        lines = text.split(b"\n")
-        if b"\r" in text:  # CRLF files: the CR is no part of the record
-            lines = [line.rstrip(b"\r") for line in lines]
-        numbers = range(next_number, next_number + len(lines))
-        next_number += len(lines)
-        if b"" in lines:
-            kept = [(n, line) for n, line in zip(numbers, lines, strict=True) if line]
-            yield LineBatch([line for _, line in kept], [n for n, _ in kept], total)
         else:
-            yield LineBatch(lines, list(numbers), total)
+            return
+        if first:
+            text = text.removeprefix(_BOM)
+            first = False
+        yield text, total
         if not chunk:
             return
