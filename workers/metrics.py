@@ -20,7 +20,7 @@ class WorkerMetrics:
         self.registry = registry = registry or CollectorRegistry()
         self.events_in = Counter(
             "cerfleet_worker_events_in",
-            "Keyed records read",
+            "Keyed records read and evaluated",
             ["keyed_topic"],
             registry=registry,
         )

@@ -216,11 +216,13 @@ class Worker(Ownership):
                 self.registry.wait_for(newest, self.settings.registry_wait)
             if not self._outputs_ready(tp, state, batch):
                 continue
-            self.metrics.events_in.labels(tp[0]).inc(len(batch))
             before = state.counts()
             outputs, dead = state.process(batch)
             if self._check_stall():
                 return  # stopped while evaluating: these outputs may be a successor's now
+            # Counted once evaluated, with the outputs below: a reader that sees every
+            # record counted then sees every complex event they made.
+            self.metrics.events_in.labels(tp[0]).inc(len(batch))
             self.metrics.count_batch(before, state.counts())
             self._emit_all(state, outputs, received)
             for letter in dead:
