@@ -26,7 +26,7 @@ from cerfleet.rdf.trig import RdfEvent, read_trig
 if TYPE_CHECKING:
     from cerfleet.spaseq.syntax import Query
 
-__all__ = ["results", "run_rdf"]
+__all__ = ["results", "rsepql_evaluations", "rsepql_results", "run_rdf"]
 
 EXIT_OK = 0
 _NAMES = {"spaseq": "SPAseq", "rsepql": "RSEP-QL"}
@@ -105,10 +105,20 @@ def rsepql_results(
     text: str,
     streams: Sequence[tuple[str, Sequence[RdfEvent]]],
 ) -> Iterator[dict[str, Any]]:
-    """The result rows of the RSEP-QL query ``text``, pushed at each instant (rows
-    ending at one instant: distinct, sorted). A ``--stream`` name is the stream's IRI
-    as declared by ``FROM NAMED`` or its local name (after the last ``/``, ``#`` or
+    """The result rows of the RSEP-QL query ``text``, pushed at each evaluation (rows
+    reported at one evaluation: distinct, sorted). A ``--stream`` name is the stream's
+    IRI as declared by ``FROM NAMED`` or its local name (after the last ``/``, ``#`` or
     ``:``)."""
+    for _, row in rsepql_evaluations(text, streams):
+        yield row
+
+
+def rsepql_evaluations(
+    text: str,
+    streams: Sequence[tuple[str, Sequence[RdfEvent]]],
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``rsepql_results`` with the evaluation time (ms) that reported each row: the
+    row's last instant for a query the automata run, else ``rsepql.evaluation``'s."""
     from cerfleet.query import CompiledQuery
     from cerfleet.rsepql.output import Rows as RsepqlRows
     from cerfleet.rsepql.parser import parse as parse_rsepql
@@ -128,17 +138,22 @@ def rsepql_results(
                 f"{', '.join(sorted(declared))})"
             )
         named.append((by_name[name], events))
+    merged, _ = instants(named)
+    if query.per_evaluation():
+        from cerfleet.rsepql.evaluation import Evaluator
+
+        yield from Evaluator(query).rows(merged)
+        return
     form = rsepql_pattern(query)
     evaluator = CompiledQuery.from_pattern(form, text=text, language="rsepql").evaluator()
     rows = RsepqlRows(query)
-    merged, _ = instants(named)
     for i, instant in enumerate(merged):
         found: dict[bytes, dict[str, Any]] = {}
         for complex_event in evaluator.process(instant, i):
             for row in rows.rows(complex_event.positions, merged):
                 found.setdefault(orjson.dumps(row, option=orjson.OPT_SORT_KEYS), row)
         for key in sorted(found):
-            yield found[key]
+            yield instant["timestamp"], found[key]
 
 
 class _Keys:

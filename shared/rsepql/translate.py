@@ -21,6 +21,10 @@ Each BEP is a ``GraphMatch`` on its window's stream; SEQ is ``Seq`` (every later
 item, skip-till-any); the query's time window is the widest RANGE when every element
 but the last has one (a bound the correlations refine). The output stage
 (``rsepql.output``) joins the mappings (the substitution μ2(E1) of Eq. (7)).
+
+A query that needs its evaluation times — a STEP, FIRST/LAST, SEQ^c/SEQ^r/SEQ^n or
+``MATCH CONSUMING`` — has no pattern form: ``rsepql.evaluation`` runs it, and the
+front-end (the fleet's, the backfills') refuses it at the construct's place.
 """
 
 from __future__ import annotations
@@ -37,7 +41,25 @@ _TIME = "timestamp"  # the instant's time in ms (``rdf.instants``)
 
 def parse_and_check(text: str) -> pattern.Pattern:
     """The front-end of ``languages.FRONTENDS``: text → pattern form."""
-    return to_pattern(parse(text))
+    query = parse(text)
+    if query.per_evaluation():
+        raise s.error(text, *_why_not(query))
+    return to_pattern(query)
+
+
+def _why_not(query: s.Query) -> tuple[str, pattern.Span | None]:
+    tail = (
+        "it is evaluated at the query's evaluation times, which `cerfleet run` does; "
+        "the automata of the fleet and the backfills report each complex event at its "
+        "last event"
+    )
+    node = None if query.expr is None else s.selective(query.expr)
+    if node is not None:
+        what = node.which.upper() if isinstance(node, s.Pick) else f"SEQ^{node.policy}"
+        return f"{what} selects among an evaluation's matches: {tail}", node.span
+    if query.stepped():
+        return "a window with STEP reports at its closes: " + tail, query.stepped()[0].step_span
+    return "MATCH CONSUMING consumes input across evaluations: " + tail, query.consuming_span
 
 
 def bep_pred(query: s.Query, name: str) -> pattern.GraphMatch:
