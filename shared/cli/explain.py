@@ -54,9 +54,16 @@ def explain(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from cerfleet.languages import detect
 
+    language = detect(text)
     try:
+        if language == "rsepql":
+            lines = _rsepql(text)
+            if lines is not None:
+                for line in lines:
+                    print(line)
+                return EXIT_OK
         compiled = compile_query(
-            text, type_field=args.type_field, time_field=args.time_field, language=detect(text)
+            text, type_field=args.type_field, time_field=args.time_field, language=language
         )
     except CEQLError as err:
         print(f"{args.query}: {err}", file=sys.stderr)
@@ -64,6 +71,16 @@ def explain(args: argparse.Namespace) -> int:
     for line in describe(compiled):
         print(line)
     return EXIT_OK
+
+
+def _rsepql(text: str) -> list[str] | None:
+    """The description of an RSEP-QL query that is evaluated at its evaluation times
+    rather than compiled to an automaton (None: it compiles)."""
+    from cerfleet.rsepql.describe import describe as describe_rsepql
+    from cerfleet.rsepql.parser import parse
+
+    query = parse(text)
+    return describe_rsepql(query) if query.per_evaluation() else None
 
 
 def describe(compiled: CompiledQuery) -> list[str]:

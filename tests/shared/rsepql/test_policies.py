@@ -11,6 +11,8 @@ from Eqs. (5)–(11) and Appendix A with the research notes' errata.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from cerfleet.cli.rdf_run import rsepql_evaluations
@@ -30,61 +32,73 @@ def query(match: str, w2: str = "[RANGE 100 STEP 4]", consuming: bool = False) -
     return head + EVENTS + f"WHERE {{ MATCH {'CONSUMING ' if consuming else ''}{{ {match} }} }}\n"
 
 
-def reported(text: str) -> list[tuple[int, str, str, str, int]]:
-    """(evaluation time in s, x, y, z, end of the event mapping)."""
+def reported(text: str, tmp_path: Path | None = None) -> list[tuple[int, str, str, str, int]]:
+    """(evaluation time in s, x, y, z, end of the event mapping); with ``tmp_path``,
+    also through ``cerfleet run`` on a TriG file, which must print the same rows in
+    the same order (its rows do not carry the evaluation time)."""
     events, _ = read_trig(STREAM.encode())
-    return [
+    got = [
         (at // 1000, r["x"][len(E) :], r["y"][len(E) :], r["z"][len(E) :], r["time"])
         for at, r in rsepql_evaluations(text, [("S", events)])
     ]
+    if tmp_path is not None:
+        printed = [tuple(r[k] for k in ("x", "y", "z", "time")) for r in run(tmp_path, text)]
+        assert printed == [(E + x, E + y, E + z, t) for _, x, y, z, t in got]
+    return got
 
 
-def test_example_10_naive_seq_at_8() -> None:
+def test_example_10_naive_seq_at_8(tmp_path: Path) -> None:
     # SEQ^n at 8: LAST E1 = (a2 b2, 4, 4) (landmark from 1: G1, G2), LAST E2 =
     # (b2 c2, 8, 8); (4,4) ≺ (8,8) and compatible: ({a2,b2,c2}, 4, 8). At 12 LAST E1 is
     # (a3 b3, 10) and LAST E2 (b1 c1, 10): not ≺, no result (§2: C-SPARQL has no
     # output at 10).
-    assert reported(query("E1 SEQ^n E2")) == [(8, "a2", "b2", "c2", 8)]
+    assert reported(query("E1 SEQ^n E2"), tmp_path) == [(8, "a2", "b2", "c2", 8)]
 
 
-def test_example_10_chronological_at_8() -> None:
+def test_example_10_chronological_at_8(tmp_path: Path) -> None:
     # SEQ^c at 8: the E2 mappings with a compatible E1 before them are (b1c1,6,6),
     # (b2c2,6,6), (b2c2,8,8); the ≺-least are both at 6, each with FIRST of its E1:
     # ({a1,b1,c1},2,6), ({a2,b2,c2},4,6). Without consumption the least stay at 6 by
     # 12: nothing new.
-    assert reported(query("E1 SEQ^c E2")) == [(8, "a1", "b1", "c1", 6), (8, "a2", "b2", "c2", 6)]
+    assert reported(query("E1 SEQ^c E2"), tmp_path) == [
+        (8, "a1", "b1", "c1", 6),
+        (8, "a2", "b2", "c2", 6),
+    ]
 
 
-def test_example_10_recent_at_8_follows_eq_11() -> None:
+def test_example_10_recent_at_8_follows_eq_11(tmp_path: Path) -> None:
     # SEQ^r at 8 by Eq. (11): the ≺-greatest E2 mapping with a compatible E1 is
     # (b2c2,8,8) alone, with LAST of its E1 (a2 at 4): ({a2,b2,c2},4,8). The paper
     # prints a second row ({a1,b1,c1},2,6), which Eq. (11) excludes (the notes'
     # erratum). At 12 the greatest is (b1c1,10,10) with a1 at 2: ({a1,b1,c1},2,10).
-    assert reported(query("E1 SEQ^r E2")) == [(8, "a2", "b2", "c2", 8), (12, "a1", "b1", "c1", 10)]
+    assert reported(query("E1 SEQ^r E2"), tmp_path) == [
+        (8, "a2", "b2", "c2", 8),
+        (12, "a1", "b1", "c1", 10),
+    ]
 
 
-def test_example_11_chronological_consumes() -> None:
+def test_example_11_chronological_consumes(tmp_path: Path) -> None:
     # Example 11: the same two rows at 8; P^c consumes their justifications (G1, G2,
     # G3's triples), so at 12 neither (b2c2,8) nor (b1c1,10) has an E1 left: no row
     # (the paper: "no event ... is produced" at 10).
-    got = reported(query("E1 SEQ^c E2", consuming=True))
+    got = reported(query("E1 SEQ^c E2", consuming=True), tmp_path)
     assert got == [(8, "a1", "b1", "c1", 6), (8, "a2", "b2", "c2", 6)]
 
 
-def test_recent_consumes_what_it_used() -> None:
+def test_recent_consumes_what_it_used(tmp_path: Path) -> None:
     # SEQ^r at 8 uses a2 (G2) and b2c2 (G4); a1 stays, so at 12 (b1c1,10) pairs
     # with it. (The paper's §2 says recent returns nothing at 10 because a1 was
     # consumed at 8, which follows from its printed Example 10, not from Eq. (11).)
-    got = reported(query("E1 SEQ^r E2", consuming=True))
+    got = reported(query("E1 SEQ^r E2", consuming=True), tmp_path)
     assert got == [(8, "a2", "b2", "c2", 8), (12, "a1", "b1", "c1", 10)]
 
 
-def test_unrestricted_with_consumption_content_change() -> None:
+def test_unrestricted_with_consumption_content_change(tmp_path: Path) -> None:
     # EP-SPARQL's evaluation at every item (no STEP): at 6 both pairs; consuming
     # G1–G3 leaves (b2c2,8) and (b1c1,10) without an E1: §2's "both chronological
     # and recent do not return any event at 10".
     for seq in ("SEQ", "SEQ^c", "SEQ^r"):
-        got = reported(query(f"E1 {seq} E2", "[RANGE 5]", consuming=True))
+        got = reported(query(f"E1 {seq} E2", "[RANGE 5]", consuming=True), tmp_path)
         assert got == [(6, "a1", "b1", "c1", 6), (6, "a2", "b2", "c2", 6)], seq
 
 
@@ -107,7 +121,7 @@ def test_first_and_last() -> None:
         assert got == want, which
 
 
-def test_step_window_reports_at_its_closes(tmp_path: pytest.TempPathFactory) -> None:
+def test_step_window_reports_at_its_closes(tmp_path: Path) -> None:
     # Both events on W^τ (5, 4): its closes 4, 8, 12 are the evaluation times. At 4 it
     # holds (−1, 4] = G1, G2: no E2. At 8, (3, 8] = G2, G3, G4: a1 (at 2) has left,
     # so ({a2,b2,c2},4,6) and (4,8) only. At 12, (7, 12] = G4, G5: no E1 before an E2.
@@ -116,13 +130,13 @@ def test_step_window_reports_at_its_closes(tmp_path: pytest.TempPathFactory) -> 
         text = HEAD.format(select="?x ?y ?z").replace("[RANGE 5]", win)
         return text + EVENTS.replace(":w1", ":w2") + "WHERE { MATCH { E1 SEQ E2 } }\n"
 
-    out = run(tmp_path, body("[RANGE 5 STEP 4]"))  # type: ignore[arg-type]
+    out = run(tmp_path, body("[RANGE 5 STEP 4]"))
     assert [(r["x"][len(E) :], r["time"]) for r in out] == [("a2", 6), ("a2", 8)]
     assert [(at, x, t) for at, x, _, _, t in reported(body("[RANGE 5 STEP 4]"))] == [
         (8, "a2", 6),
         (8, "a2", 8),
     ]
-    out = run(tmp_path, body("[RANGE 5]"))  # type: ignore[arg-type]
+    out = run(tmp_path, body("[RANGE 5]"))
     assert [(r["x"][len(E) :], r["time"]) for r in out] == [("a1", 6), ("a2", 6), ("a2", 8)]
 
 
