@@ -74,13 +74,22 @@ def explain(args: argparse.Namespace) -> int:
 
 
 def _rsepql(text: str) -> list[str] | None:
-    """The description of an RSEP-QL query that is evaluated at its evaluation times
-    rather than compiled to an automaton (None: it compiles)."""
+    """The description of an RSEP-QL query that ``cerfleet run`` evaluates at its
+    evaluation times rather than with an automaton alone, which the fleet's front-end
+    refuses (None: it compiles as any other)."""
+    from cerfleet.query import CompiledQuery
+    from cerfleet.rsepql.describe import closes
     from cerfleet.rsepql.describe import describe as describe_rsepql
     from cerfleet.rsepql.parser import parse
+    from cerfleet.rsepql.translate import to_pattern
 
     query = parse(text)
-    return describe_rsepql(query) if query.per_evaluation() else None
+    if query.per_evaluation():
+        return describe_rsepql(query)
+    if not query.stepped():
+        return None
+    form = to_pattern(query)
+    return describe(CompiledQuery.from_pattern(form, text=text, language="rsepql")) + closes(query)
 
 
 def describe(compiled: CompiledQuery) -> list[str]:

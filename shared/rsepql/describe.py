@@ -1,14 +1,14 @@
 """What ``cerfleet explain`` says of an RSEP-QL query that ``rsepql.evaluation`` runs
-(a STEP, FIRST/LAST, a policy SEQ or ``MATCH CONSUMING``): its evaluation times, its
+(FIRST/LAST, a policy SEQ or ``MATCH CONSUMING``): its evaluation times, its
 windows, each operator's reading, the consumption policy and the guarantees it
-keeps. Unrestricted SEQ chains compile to automata, which ``explain`` describes as
-for the other languages."""
+keeps; and, for an unrestricted SEQ chain with a STEP window (automata, described as
+for the other languages), when its results are reported."""
 
 from __future__ import annotations
 
 from cerfleet.rsepql import syntax as s
 
-__all__ = ["describe"]
+__all__ = ["closes", "describe"]
 
 _MEANING = {
     "": "unrestricted (Eq. (7)): every compatible E1 before each E2",
@@ -56,6 +56,16 @@ def _window(w: s.Window) -> str:
     if w.kind == "landmark":
         return f"LND from {_seconds(w.ms)}"
     return "identity (every item so far)"
+
+
+def closes(query: s.Query) -> list[str]:
+    """The report lines of an unrestricted chain with STEP windows."""
+    every = ", ".join(f"every {_seconds(w.step_ms or 0)} (<{w.name}>)" for w in query.stepped())
+    return [
+        f"evaluation times: window close: {every}",
+        "reported at: the first close at which every item of a complex event is in its "
+        "window (cerfleet run holds it until then; the fleet's front-end refuses STEP)",
+    ]
 
 
 def describe(query: s.Query) -> list[str]:

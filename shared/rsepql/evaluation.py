@@ -6,10 +6,8 @@ while these choose among all the matches one evaluation sees (the earliest E2 th
 has a compatible E1, say) and remove input between evaluations, so they are
 evaluated here, at each evaluation time, over the windows' BEP matches.
 
-* Evaluation times (ET): with a STEP window, its closes (every multiple of its step
-  from the first instant up to the first close at or after the last instant; the
-  union over STEP windows): the *window close* report policy. Otherwise every
-  instant (*content change*).
+* Evaluation times (ET): ``rsepql.closes`` — a STEP window's closes (*window
+  close*), else every instant (*content change*).
 * A window at evaluation time T: RANGE α STEP β holds the items with
   ⌊T/β⌋·β − α < t ≤ ⌊T/β⌋·β (β the time unit, 1 ms, without STEP); LND t0 those with
   t0 ≤ t ≤ T; no WIN every item up to T.
@@ -43,9 +41,10 @@ from cerfleet.cea.predicates import compile_predicate
 from cerfleet.rdf.instants import TIME
 from cerfleet.rdf.terms import BNode, Iri, Term
 from cerfleet.rsepql import syntax as s
+from cerfleet.rsepql.closes import evaluation_times
 from cerfleet.rsepql.translate import bep_pred
 
-__all__ = ["Evaluator", "evaluation_times"]
+__all__ = ["Evaluator"]
 
 Occurrence = tuple[str, int, tuple[tuple[str, Any], ...]]  # stream, instant, triple
 Key = tuple[tuple[str, tuple[str, Any]], ...]  # a mapping, hashable
@@ -78,21 +77,6 @@ def _compatible(a: Mapping[str, Term], b: Mapping[str, Term]) -> bool:
 def _order(e: Event) -> tuple[int, int]:
     """≺: by end, then start."""
     return e[2], e[1]
-
-
-def evaluation_times(query: s.Query, times: Sequence[int]) -> list[int]:
-    """ET over instants at ``times`` (ms, increasing): the closes of the STEP windows,
-    else the instants themselves."""
-    stepped = query.stepped()
-    if not stepped or not times:
-        return list(times)
-    out: set[int] = set()
-    for w in stepped:
-        beta = w.step_ms
-        assert beta is not None
-        first, last = -(-times[0] // beta), -(-times[-1] // beta)
-        out.update(k * beta for k in range(first, last + 1))
-    return sorted(out)
 
 
 class Evaluator:

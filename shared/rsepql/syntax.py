@@ -116,14 +116,11 @@ class Query:
         return [w for w in self.windows.values() if w.step_ms is not None]
 
     def per_evaluation(self) -> bool:
-        """True when the query needs its evaluation times (``rsepql.evaluation``):
-        a STEP, FIRST/LAST, a policy SEQ or consumption; False when it is an
-        unrestricted SEQ chain, which the automata run."""
-        return (
-            self.consuming
-            or bool(self.stepped())
-            or (self.expr is not None and selective(self.expr) is not None)
-        )
+        """True when the query chooses among an evaluation's matches or consumes
+        input (``rsepql.evaluation`` runs it); False when it is an unrestricted SEQ
+        chain, which the automata run (with a STEP window, ``rsepql.closes`` holds
+        each result until the close that reports it)."""
+        return self.consuming or (self.expr is not None and selective(self.expr) is not None)
 
 
 def error(text: str, message: str, span: Span | None, expected: str | None = None) -> RsepqlError:

@@ -22,9 +22,12 @@ item, skip-till-any); the query's time window is the widest RANGE when every ele
 but the last has one (a bound the correlations refine). The output stage
 (``rsepql.output``) joins the mappings (the substitution μ2(E1) of Eq. (7)).
 
-A query that needs its evaluation times — a STEP, FIRST/LAST, SEQ^c/SEQ^r/SEQ^n or
-``MATCH CONSUMING`` — has no pattern form: ``rsepql.evaluation`` runs it, and the
-front-end (the fleet's, the backfills') refuses it at the construct's place.
+With a STEP window a result is reported at a later close (``rsepql.closes``), so
+the correlation of a RANGE α STEP β element is the bound ``tn − ti < α + β`` and
+``cerfleet run`` holds each result until its close. FIRST/LAST, SEQ^c/SEQ^r/SEQ^n
+and ``MATCH CONSUMING`` have no pattern form: ``rsepql.evaluation`` runs them. The
+front-end of the fleet and the backfills, which report each complex event at its
+last event, refuses both at the construct's place.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ _TIME = "timestamp"  # the instant's time in ms (``rdf.instants``)
 def parse_and_check(text: str) -> pattern.Pattern:
     """The front-end of ``languages.FRONTENDS``: text → pattern form."""
     query = parse(text)
-    if query.per_evaluation():
+    if query.per_evaluation() or query.stepped():
         raise s.error(text, *_why_not(query))
     return to_pattern(query)
 
@@ -83,15 +86,17 @@ def to_pattern(query: s.Query) -> pattern.Pattern:
             since = pattern.Compare(">=", pattern.Attr(_TIME), pattern.Const(window.ms))
             pred = pattern.PAnd(since, pred)
         elif window.kind == "range" and i < last:
-            # t_last - t_i < alpha
+            # t_last - t_i < alpha; with STEP beta, the close c that reports it is
+            # after t_last - beta, and t_i > c - alpha: a bound, rsepql.closes decides.
+            width = window.ms + (window.step_ms or 0)
             gap = pattern.Arith(
                 "-", pattern.VarAttr(f"E{last}", _TIME), pattern.VarAttr(var, _TIME)
             )
             correlations.append(
-                pattern.Correlation(pattern.Compare("<", gap, pattern.Const(window.ms)))
+                pattern.Correlation(pattern.Compare("<", gap, pattern.Const(width)))
             )
         if i < last:
-            widths.append(window.ms if window.kind == "range" else -1)
+            widths.append(window.ms + (window.step_ms or 0) if window.kind == "range" else -1)
         one: pattern.Formula = pattern.Filter(
             pattern.As(pattern.EventType(TYPE), var), pattern.FilterAtom(var, pred)
         )

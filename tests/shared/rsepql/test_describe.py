@@ -52,6 +52,15 @@ def test_explain_prints_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     )
     assert main(["explain", str(tmp_path / "q.rq")]) == 0
     assert capsys.readouterr().out.startswith("automaton: ")
+    # With STEP alone: the automaton, and when it reports.
+    (tmp_path / "q.rq").write_text(
+        QUERY.replace("CONSUMING ", "").replace("FIRST(E1 SEQ^c E2) SEQ^n LAST E1", "E1 SEQ E2")
+    )
+    assert main(["explain", str(tmp_path / "q.rq")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("automaton: ")
+    assert "evaluation times: window close: every 4 s (<http://e/w2>)" in out
+    assert out[-1].startswith("reported at: the first close")
     # A refusal keeps its line and column.
     (tmp_path / "q.rq").write_text(QUERY.replace("SEQ^c", "SEQ^k"))
     assert main(["explain", str(tmp_path / "q.rq")]) == 2
