@@ -30,6 +30,7 @@ end of its event mapping.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -97,10 +98,19 @@ class Evaluator:
             self.select: tuple[str, ...] = tuple(names)
         else:
             self.select = query.select
-        # Per BEP, per instant: its solutions with the occurrences each matched.
+        # Per BEP, per instant: its solutions with the occurrences each matched; and
+        # the instants where it has any (increasing), so that an evaluation visits
+        # the matches its windows hold rather than every instant read.
         self.found: dict[str, list[list[tuple[Solution, frozenset[Occurrence]]]]] = {
             name: [] for name in self.matches
         }
+        self.where: dict[str, list[int]] = {name: [] for name in self.matches}
+        # Per BEP, variable and value: the instants where a solution binds it so (a
+        # substituted E1 of SEQ visits only those).
+        self.index: dict[str, dict[str, dict[tuple[str, Any], list[int]]]] = {
+            name: {} for name in self.matches
+        }
+        self.variables = {name: sorted(query.events[name].variables()) for name in self.matches}
         self.ms: list[int] = []
         self.consumed: set[Occurrence] = set()
         self.now = 0  # the evaluation time
@@ -118,7 +128,13 @@ class Evaluator:
                     for triple in bep.triples
                 )
                 found.append((solution, used))
+                for var, value in solution.items():
+                    at_value = self.index[name].setdefault(var, {}).setdefault(_term_key(value), [])
+                    if not at_value or at_value[-1] != at:
+                        at_value.append(at)
             self.found[name].append(found)
+            if found:
+                self.where[name].append(at)
 
     @staticmethod
     def _term(term: pattern.GraphTerm, solution: Solution) -> tuple[str, Any]:
@@ -129,15 +145,15 @@ class Evaluator:
         assert isinstance(term, pattern.GraphLiteral)
         return _term_key(term.value)
 
-    def _visible(self, window: s.Window, t: int) -> bool:
+    def _held(self, window: s.Window) -> tuple[int, int]:
+        """The instants ``window`` holds now: a range of positions."""
         now = self.now
         if window.kind == "range":
             beta = window.step_ms or 1
             close = now // beta * beta
-            return close - window.ms < t <= close
-        if window.kind == "landmark":
-            return window.ms <= t <= now
-        return t <= now
+            return bisect_right(self.ms, close - window.ms), bisect_right(self.ms, close)
+        since = window.ms if window.kind == "landmark" else self.ms[0] if self.ms else 0
+        return bisect_left(self.ms, since), bisect_right(self.ms, now)
 
     def rows(self, instants: Sequence[Mapping[str, Any]]) -> Iterator[tuple[int, dict[str, Any]]]:
         times = evaluation_times(self.query, [i["timestamp"] for i in instants])
@@ -172,11 +188,17 @@ class Evaluator:
             out[k] = e if have is None else (have[0], e[1], e[2], have[3] | e[3])
 
         if isinstance(expr, s.Ref):
-            window = self.query.windows[self.query.events[expr.name].window]
-            for at, found in enumerate(self.found[expr.name][:upper]):
-                if not found or not self._visible(window, self.ms[at]):
-                    continue
-                for solution, used in found:
+            first, end = self._held(self.query.windows[self.query.events[expr.name].window])
+            found = self.found[expr.name]
+            where = self.where[expr.name]
+            for var in self.variables[expr.name]:
+                if var in sub:
+                    values = self.index[expr.name].get(var, {})
+                    where = values.get(_term_key(sub[var]), [])
+                    break
+            for k in range(bisect_left(where, first), bisect_left(where, min(end, upper))):
+                at = where[k]
+                for solution, used in found[at]:
                     if _compatible(solution, sub) and not (used & self.consumed):
                         add((solution, at, at, used))
             return out
@@ -193,16 +215,23 @@ class Evaluator:
                     if _order(e1) < _order(e2) and _compatible(e1[0], e2[0]):
                         add(({**e1[0], **e2[0]}, e1[1], e2[2], e1[3] | e2[3]))
             return out
+        rights = list(self._eval(expr.right, upper, sub).values())
+        if expr.policy:
+            # The ≺-least (c) or ≺-greatest (r) E2 with a compatible E1 before it:
+            # visit the E2 mappings in that order and stop after the first such end.
+            rights.sort(key=_order, reverse=expr.policy == "r")
         pairs = []
-        for e2 in self._eval(expr.right, upper, sub).values():
+        best: tuple[int, int] | None = None
+        for e2 in rights:
+            if best is not None and _order(e2) != best:
+                break
             lefts = list(self._eval(expr.left, min(upper, e2[1]), {**sub, **e2[0]}).values())
-            if lefts:
-                pairs.append((e2, lefts))
-        if expr.policy in ("c", "r"):
-            ends = [_order(e2) for e2, _ in pairs]
-            best = min(ends, default=None) if expr.policy == "c" else max(ends, default=None)
-            which = "first" if expr.policy == "c" else "last"
-            pairs = [(e2, _pick(lefts, which)) for e2, lefts in pairs if _order(e2) == best]
+            if not lefts:
+                continue
+            if expr.policy:
+                best = _order(e2)
+                lefts = _pick(lefts, "first" if expr.policy == "c" else "last")
+            pairs.append((e2, lefts))
         for e2, lefts in pairs:
             for e1 in lefts:
                 add(({**e1[0], **e2[0]}, e1[1], e2[2], e1[3] | e2[3]))
