@@ -11,34 +11,45 @@ c − α < t ≤ c, c = ⌊T/β⌋·β (β the time unit, 1 ms, without STEP): a
 in it exactly for T in [⌈t/β⌉·β, ⌈(t + α)/β⌉·β). A result is visible at T when T is
 at or after its last item and each of its items is in its window, so the T where it
 is visible form one interval, and the first evaluation time in it reports it.
+Both are computed, not listed: ET can hold a close per second of a month.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
-from collections.abc import Sequence
+import heapq
+from collections.abc import Iterator, Sequence
 
 from cerfleet.rsepql import syntax as s
 
 __all__ = ["Closes", "evaluation_times"]
 
 
-def evaluation_times(query: s.Query, times: Sequence[int]) -> list[int]:
-    """ET over instants at ``times`` (ms, increasing)."""
-    stepped = query.stepped()
-    if not stepped or not times:
-        return list(times)
-    out: set[int] = set()
-    for w in stepped:
-        beta = w.step_ms
-        assert beta is not None
-        first, last = -(-times[0] // beta), -(-times[-1] // beta)
-        out.update(k * beta for k in range(first, last + 1))
-    return sorted(out)
-
-
 def _ceil(t: int, beta: int) -> int:
     return -(-t // beta) * beta
+
+
+def _steps(query: s.Query) -> list[int]:
+    return sorted({w.step_ms for w in query.stepped() if w.step_ms is not None})
+
+
+def evaluation_times(query: s.Query, times: Sequence[int]) -> Iterator[int]:
+    """ET over instants at ``times`` (ms, increasing), in order, computed as they are
+    needed (a STEP of a second over a month of epoch times is millions of closes)."""
+    steps = _steps(query)
+    if not steps or not times:
+        yield from times
+        return
+    # The next close of each step, merged.
+    heap = [(_ceil(times[0], beta), beta) for beta in steps]
+    heapq.heapify(heap)
+    last = None
+    while heap:
+        close, beta = heapq.heappop(heap)
+        if close != last:
+            yield close
+            last = close
+        if close < times[-1]:
+            heapq.heappush(heap, (close + beta, beta))
 
 
 class Closes:
@@ -46,7 +57,8 @@ class Closes:
     result of the chain with items at those times (ms), None if none does."""
 
     def __init__(self, query: s.Query, times: Sequence[int]) -> None:
-        self.times = evaluation_times(query, times)
+        self.steps = _steps(query)
+        self.first, self.last = times[0], times[-1]
         self.windows = [query.windows[query.events[name].window] for name in query.chain]
 
     def report_time(self, items: Sequence[int]) -> int | None:
@@ -59,7 +71,13 @@ class Closes:
                 hi = end if hi is None else min(hi, end)
             elif w.kind == "landmark" and t < w.ms:
                 return None
-        k = bisect_left(self.times, lo)
-        if k < len(self.times) and (hi is None or self.times[k] < hi):
-            return self.times[k]
+        # The first close at or after lo of any step: each step's closes run from
+        # the first instant to the first at or after the last instant.
+        best = None
+        for beta in self.steps:
+            close = _ceil(max(lo, self.first), beta)
+            if close < self.last + beta and (best is None or close < best):
+                best = close
+        if best is not None and (hi is None or best < hi):
+            return best
         return None

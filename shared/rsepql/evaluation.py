@@ -159,12 +159,22 @@ class Evaluator:
         times = evaluation_times(self.query, [i["timestamp"] for i in instants])
         seen: set[bytes] = set()
         read = 0
+        windows = [self.query.windows[self.query.events[n].window] for n in self.matches]
+        held: list[tuple[int, int]] | None = None
+        consumed_last = False
         for now in times:
             while read < len(instants) and instants[read]["timestamp"] <= now:
                 self._read(instants[read])
                 read += 1
             self.now = now
+            # An evaluation reads the clock only through what the windows hold: with
+            # the same contents and nothing consumed since, it repeats the last one.
+            now_held = [self._held(w) for w in windows]
+            if now_held == held and not consumed_last:
+                continue
+            held = now_held
             results = self._eval(self.expr, len(self.ms), {})
+            consumed_last = self.query.consuming and bool(results)
             found: dict[bytes, dict[str, Any]] = {}
             for mu, _start, end, just in results.values():
                 row: dict[str, Any] = {v: mu.get(v) for v in self.select}

@@ -102,6 +102,19 @@ def test_unrestricted_with_consumption_content_change(tmp_path: Path) -> None:
         assert got == [(6, "a1", "b1", "c1", 6), (6, "a2", "b2", "c2", 6)], seq
 
 
+def test_section_2_c_sparql(tmp_path: Path) -> None:
+    # §2: C-SPARQL with a window of width 7 "outputs e3 at time 8 and has no output at
+    # 10 ... it considers only the two triples (:b1 :q :c1) and (:a3 :p :b3)". Table 1:
+    # W^τ + SEQ^n. With STEP 2 the closes are 2, 4, …, 10: at 8 the window (1, 8]
+    # has LAST E1 = a2 at 4 and LAST E2 = b2c2 at 8: e3 = ({a2,b2,c2},4,8); at 10,
+    # (3, 10] has LAST E1 = a3 at 10 and LAST E2 = b1c1 at 10, not in order: nothing.
+    # (The close at 6, which the paper does not evaluate, pairs a2 with b2c2 at 6.)
+    text = HEAD.format(select="?x ?y ?z").replace("[RANGE 5]", "[RANGE 7 STEP 2]")
+    text += EVENTS.replace(":w1", ":w2") + "WHERE { MATCH { E1 SEQ^n E2 } }\n"
+    got = reported(text, tmp_path)
+    assert got == [(6, "a2", "b2", "c2", 6), (8, "a2", "b2", "c2", 8)]
+
+
 def test_first_and_last() -> None:
     # FIRST E2 over W^id: the ≺-least E2 mappings, both at 6; reported at 8 (the first
     # close that has them), never again. LAST E2: at 4 none, at 8 (b2c2,8), at 12
@@ -188,3 +201,24 @@ def test_automata_front_end_refuses_with_the_place(match: str, where: str) -> No
         parse_and_check(text)
     line = text.splitlines()[caught.value.line - 1]
     assert line[caught.value.column - 1 :].startswith("CONSUMING")
+
+
+def test_consumption_selects_again_at_an_unchanged_close() -> None:
+    # E2 on RANGE 100 STEP 5: closes 5, 10, 15. By 5, a1 (1), a2 (2), b1c1 (3) and
+    # b2c2 (4) have arrived: SEQ^c selects the earliest E2 with an E1, b1c1 at 3, and
+    # consumes it with a1. Nothing arrives before 10, yet the evaluation at 10 differs:
+    # b2c2 at 4 is now the earliest, with a2: reported at 10, not at 15 (the graph at
+    # 12 matches neither event).
+    stream = """@prefix : <http://e/> .
+@prefix t: <https://cerfleet.dev/ns#> .
+:G1 t:time 1 . :G2 t:time 2 . :G3 t:time 3 . :G4 t:time 4 . :G5 t:time 12 .
+:G1 { :a1 :p :b1 . } :G2 { :a2 :p :b2 . } :G3 { :b1 :q :c1 . } :G4 { :b2 :q :c2 . }
+:G5 { :d :r :e . }
+"""
+    events, _ = read_trig(stream.encode())
+    text = query("E1 SEQ^c E2", consuming=True).replace("STEP 4", "STEP 5")
+    got = [
+        (at // 1000, r["x"][len(E) :], r["time"])
+        for at, r in rsepql_evaluations(text, [("S", events)])
+    ]
+    assert got == [(5, "a1", 3), (10, "a2", 4)]
