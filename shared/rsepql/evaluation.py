@@ -152,8 +152,8 @@ class Evaluator:
             beta = window.step_ms or 1
             close = now // beta * beta
             return bisect_right(self.ms, close - window.ms), bisect_right(self.ms, close)
-        since = window.ms if window.kind == "landmark" else self.ms[0] if self.ms else 0
-        return bisect_left(self.ms, since), bisect_right(self.ms, now)
+        first = bisect_left(self.ms, window.ms) if window.kind == "landmark" else 0
+        return first, bisect_right(self.ms, now)
 
     def rows(self, instants: Sequence[Mapping[str, Any]]) -> Iterator[tuple[int, dict[str, Any]]]:
         times = evaluation_times(self.query, [i["timestamp"] for i in instants])
