@@ -54,9 +54,16 @@ def explain(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from cerfleet.languages import detect
 
+    language = detect(text)
     try:
+        if language == "rsepql":
+            lines = _rsepql(text)
+            if lines is not None:
+                for line in lines:
+                    print(line)
+                return EXIT_OK
         compiled = compile_query(
-            text, type_field=args.type_field, time_field=args.time_field, language=detect(text)
+            text, type_field=args.type_field, time_field=args.time_field, language=language
         )
     except CEQLError as err:
         print(f"{args.query}: {err}", file=sys.stderr)
@@ -64,6 +71,25 @@ def explain(args: argparse.Namespace) -> int:
     for line in describe(compiled):
         print(line)
     return EXIT_OK
+
+
+def _rsepql(text: str) -> list[str] | None:
+    """The description of an RSEP-QL query that ``cerfleet run`` evaluates at its
+    evaluation times rather than with an automaton alone, which the fleet's front-end
+    refuses (None: it compiles as any other)."""
+    from cerfleet.query import CompiledQuery
+    from cerfleet.rsepql.describe import closes
+    from cerfleet.rsepql.describe import describe as describe_rsepql
+    from cerfleet.rsepql.parser import parse
+    from cerfleet.rsepql.translate import to_pattern
+
+    query = parse(text)
+    if query.per_evaluation():
+        return describe_rsepql(query)
+    if not query.stepped():
+        return None
+    form = to_pattern(query)
+    return describe(CompiledQuery.from_pattern(form, text=text, language="rsepql")) + closes(query)
 
 
 def describe(compiled: CompiledQuery) -> list[str]:

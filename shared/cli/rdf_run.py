@@ -10,6 +10,7 @@ and ``time``, the timestamp of the result's last event.
 from __future__ import annotations
 
 import argparse
+import heapq
 import re
 import sys
 from collections.abc import Iterator, Sequence
@@ -26,7 +27,7 @@ from cerfleet.rdf.trig import RdfEvent, read_trig
 if TYPE_CHECKING:
     from cerfleet.spaseq.syntax import Query
 
-__all__ = ["results", "run_rdf"]
+__all__ = ["results", "rsepql_evaluations", "rsepql_results", "run_rdf"]
 
 EXIT_OK = 0
 _NAMES = {"spaseq": "SPAseq", "rsepql": "RSEP-QL"}
@@ -105,11 +106,23 @@ def rsepql_results(
     text: str,
     streams: Sequence[tuple[str, Sequence[RdfEvent]]],
 ) -> Iterator[dict[str, Any]]:
-    """The result rows of the RSEP-QL query ``text``, pushed at each instant (rows
-    ending at one instant: distinct, sorted). A ``--stream`` name is the stream's IRI
-    as declared by ``FROM NAMED`` or its local name (after the last ``/``, ``#`` or
+    """The result rows of the RSEP-QL query ``text``, pushed at each evaluation (rows
+    reported at one evaluation: distinct, sorted). A ``--stream`` name is the stream's
+    IRI as declared by ``FROM NAMED`` or its local name (after the last ``/``, ``#`` or
     ``:``)."""
+    for _, row in rsepql_evaluations(text, streams):
+        yield row
+
+
+def rsepql_evaluations(
+    text: str,
+    streams: Sequence[tuple[str, Sequence[RdfEvent]]],
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``rsepql_results`` with the evaluation time (ms) that reported each row: for a
+    query the automata run, the row's last instant, or with a STEP window the close
+    that reports it (``rsepql.closes``); else ``rsepql.evaluation``'s."""
     from cerfleet.query import CompiledQuery
+    from cerfleet.rsepql.closes import Closes
     from cerfleet.rsepql.output import Rows as RsepqlRows
     from cerfleet.rsepql.parser import parse as parse_rsepql
     from cerfleet.rsepql.translate import to_pattern as rsepql_pattern
@@ -128,17 +141,49 @@ def rsepql_results(
                 f"{', '.join(sorted(declared))})"
             )
         named.append((by_name[name], events))
+    merged, _ = instants(named)
+    if query.per_evaluation():
+        from cerfleet.rsepql.evaluation import Evaluator
+
+        yield from Evaluator(query).rows(merged)
+        return
     form = rsepql_pattern(query)
     evaluator = CompiledQuery.from_pattern(form, text=text, language="rsepql").evaluator()
     rows = RsepqlRows(query)
-    merged, _ = instants(named)
+    closes = Closes(query, [i["timestamp"] for i in merged]) if query.stepped() else None
+    # Rows waiting for the close that reports them: (close, row key), and the rows.
+    waiting: list[tuple[int, bytes]] = []
+    held: dict[bytes, dict[str, Any]] = {}
+    seen: set[bytes] = set()
+
+    def due(before: int | None) -> Iterator[tuple[int, dict[str, Any]]]:
+        while waiting and (before is None or waiting[0][0] < before):
+            at, key = heapq.heappop(waiting)
+            if key not in seen:
+                seen.add(key)
+                yield at, held.pop(key)
+
     for i, instant in enumerate(merged):
+        yield from due(instant["timestamp"])
         found: dict[bytes, dict[str, Any]] = {}
         for complex_event in evaluator.process(instant, i):
+            at = instant["timestamp"]
+            if closes is not None:
+                items = [merged[p]["timestamp"] for p in complex_event.positions]
+                close = closes.report_time(items)
+                if close is None:
+                    continue
+                at = close
             for row in rows.rows(complex_event.positions, merged):
-                found.setdefault(orjson.dumps(row, option=orjson.OPT_SORT_KEYS), row)
+                key = orjson.dumps(row, option=orjson.OPT_SORT_KEYS)
+                if closes is None:
+                    found.setdefault(key, row)
+                elif key not in seen:
+                    held.setdefault(key, row)
+                    heapq.heappush(waiting, (at, key))
         for key in sorted(found):
-            yield found[key]
+            yield instant["timestamp"], found[key]
+    yield from due(None)
 
 
 class _Keys:

@@ -1,14 +1,13 @@
 """RSEP-QL text to its syntax tree (``syntax.Query``), or ``RsepqlError`` with line,
 column and what was expected — or, for what the engine does not support, the reason.
 
-Accepted: ``PREFIX``, ``SELECT ?v …`` or ``*``, ``FROM NAMED <stream> [WIN [RANGE n] |
-WIN [LND t]] AS <window>``, ``EVENT ON <window> { triples FILTER(…) } AS name`` and
-``WHERE { MATCH { E1 SEQ E2 SEQ … } }`` (parentheses allowed). Refused, each with its
-place: ``STEP`` (a window sliding by more than the time unit reports a result after
-its last event), ``FIRST``/``LAST`` and the chronological/recent SEQ (they choose among
-the matches of one evaluation and consume input across evaluations), ``AND``/``OR``
-(the seed defines no such event operators), a variable window (``EVENT ON ?w``, future
-work in the seed), and a FILTER reading another event's variables.
+Accepted: ``PREFIX``, ``SELECT ?v …`` or ``*``, ``FROM NAMED <stream> [WIN [RANGE n
+[STEP m]] | WIN [LND t]] AS <window>``, ``EVENT ON <window> { triples FILTER(…) } AS
+name`` and ``WHERE { MATCH [CONSUMING] { E } }`` where E combines the names with
+``SEQ``, ``SEQ^c``, ``SEQ^r``, ``SEQ^n`` (left-associative), ``FIRST E`` and ``LAST E``
+(parentheses allowed). Refused, each with its place: ``AND``/``OR`` (the seed defines
+no such event operators), a variable window (``EVENT ON ?w``, future work in the
+seed), a ``SEQ^x`` of another letter, and a FILTER reading another event's variables.
 """
 
 from __future__ import annotations
@@ -46,6 +45,9 @@ _SHOWN = {
     "LSQB": "'['",
     "RSQB": "']'",
     "SEQ": "SEQ",
+    "FIRST": "FIRST",
+    "LAST": "LAST",
+    "CONSUMING": "CONSUMING",
     "VAR": "a variable",
     "NAME": "a name",
     "IRIREF": "an IRI",
@@ -76,29 +78,29 @@ class _ToSyntax(GraphTerms):
             return "select", None
         return "select", tuple(str(t)[1:] for t in c)
 
-    def range(self, meta: Meta, c: list[Any]) -> tuple[str, int]:
-        if c and isinstance(c[-1], tuple):
-            raise _Fail(
-                "STEP is not supported: a window sliding by more than the time unit would "
-                "report a result after its last event; the window slides by the time unit",
-                c[-1][1],
-            )
-        return "range", _ms(c[0], c[1] if len(c) > 1 else None)
+    def range(self, meta: Meta, c: list[Any]) -> tuple[str, int, int | None, Span | None]:
+        step: tuple[int, Span] | None = c.pop() if c and isinstance(c[-1], tuple) else None
+        width = _ms(c[0], c[1] if len(c) > 1 else None)
+        if step is None:
+            return "range", width, None, None
+        return "range", width, step[0], step[1]
 
-    def step(self, meta: Meta, c: list[Token]) -> tuple[str, Span]:
-        return "step", _tspan(c[0])
+    def step(self, meta: Meta, c: list[Token]) -> tuple[int, Span]:
+        return _ms(c[1], c[2] if len(c) > 2 else None), _tspan(c[0])
 
-    def landmark(self, meta: Meta, c: list[Token]) -> tuple[str, int]:
-        return "landmark", _ms(c[0], c[1] if len(c) > 1 else None)
+    def landmark(self, meta: Meta, c: list[Token]) -> tuple[str, int, None, None]:
+        return "landmark", _ms(c[0], c[1] if len(c) > 1 else None), None, None
 
-    def win(self, meta: Meta, c: list[Any]) -> tuple[str, int]:
-        out: tuple[str, int] = c[0]
+    def win(self, meta: Meta, c: list[Any]) -> tuple[str, int, int | None, Span | None]:
+        out: tuple[str, int, int | None, Span | None] = c[0]
         return out
 
     def window(self, meta: Meta, c: list[Any]) -> tuple[str, Any]:
         stream, name = c[0].value, c[-1].value
-        kind, ms = c[1] if len(c) == 3 else ("identity", 0)
-        return "window", (s.Window(name, stream, kind, ms), _mspan(meta))
+        kind, ms, step, step_span = c[1] if len(c) == 3 else ("identity", 0, None, None)
+        if step is not None and step <= 0:
+            raise _Fail("STEP must be a positive duration", step_span)
+        return "window", (s.Window(name, stream, kind, ms, step, step_span), _mspan(meta))
 
     def var_window(self, meta: Meta, c: list[Token]) -> None:
         raise _Fail(
@@ -113,21 +115,31 @@ class _ToSyntax(GraphTerms):
         filters = tuple(v for k, v in c[1:-1] if k == "filter")
         return "event", (name, window, triples, filters, _mspan(meta), _tspan(c[-1]))
 
-    def event_ref(self, meta: Meta, c: list[Token]) -> list[tuple[str, Span]]:
-        return [(str(c[0]), _tspan(c[0]))]
+    def event_ref(self, meta: Meta, c: list[Token]) -> s.Ref:
+        return s.Ref(str(c[0]), _tspan(c[0]))
 
-    def seq(self, meta: Meta, c: list[Any]) -> list[tuple[str, Span]]:
-        out: list[tuple[str, Span]] = c[0] + c[2]
-        return out
+    def seq(self, meta: Meta, c: list[Any]) -> s.Seq:
+        tok: Token = c[1]
+        _, caret, policy = str(tok).partition("^")
+        if caret and policy.lower() not in ("c", "r", "n"):
+            raise _Fail(
+                f"unknown SEQ policy {str(tok)!r}: expected SEQ (unrestricted), SEQ^c "
+                "(chronological), SEQ^r (recent) or SEQ^n (naive)",
+                _tspan(tok),
+            )
+        return s.Seq(c[0], c[2], policy.lower(), _tspan(tok))
 
     def _refuse(self, tok: Token, why: str) -> None:
         raise _Fail(f"{str(tok).upper()} is not supported: {why}", _tspan(tok))
 
-    def first(self, meta: Meta, c: list[Any]) -> None:
-        self._refuse(c[0], "it chooses among one evaluation's matches (Eq. (5))")
+    def first(self, meta: Meta, c: list[Any]) -> s.Pick:
+        return s.Pick("first", c[1], _tspan(c[0]))
 
-    def last(self, meta: Meta, c: list[Any]) -> None:
-        self._refuse(c[0], "it chooses among one evaluation's matches (Eq. (6))")
+    def last(self, meta: Meta, c: list[Any]) -> s.Pick:
+        return s.Pick("last", c[1], _tspan(c[0]))
+
+    def consuming(self, meta: Meta, c: list[Token]) -> tuple[str, Span]:
+        return "consuming", _tspan(c[0])
 
     def conj(self, meta: Meta, c: list[Any]) -> None:
         self._refuse(c[1], "the seed defines no conjunction of event patterns; use SEQ")
@@ -203,14 +215,17 @@ def parse(text: str) -> s.Query:
     select: tuple[str, ...] | None = None
     windows: dict[str, s.Window] = {}
     events: dict[str, s.Bep] = {}
-    chain: list[tuple[str, Span]] = []
+    expr: s.Expr | None = None
+    consuming: Span | None = None
     for part in _tree(text):
-        if isinstance(part, list):
-            chain = part
+        if isinstance(part, s.Ref | s.Seq | s.Pick):
+            expr = part
             continue
         kind, value = part
         if kind == "select":
             select = value
+        elif kind == "consuming":
+            consuming = value
         elif kind == "window":
             window, span = value
             if window.name in windows:
@@ -238,10 +253,13 @@ def parse(text: str) -> s.Query:
                         fspan,
                     )
             events[name] = bep
-    for name, span in chain:
-        if name not in events:
-            raise s.error(text, f"MATCH names {name}, which no EVENT … AS {name} defines", span)
-    names = [n for n, _ in chain]
+    assert expr is not None
+    for ref in _refs(expr):
+        if ref.name not in events:
+            raise s.error(
+                text, f"MATCH names {ref.name}, which no EVENT … AS {ref.name} defines", ref.span
+            )
+    names = s.refs(expr)
     bound = set().union(*(events[n].variables() for n in names))
     if select is not None:
         for var in select:
@@ -249,4 +267,12 @@ def parse(text: str) -> s.Query:
                 raise s.error(
                     text, f"?{var} is selected but no event pattern of MATCH binds it", None
                 )
-    return s.Query(select, windows, events, tuple(names))
+    return s.Query(select, windows, events, tuple(names), expr, consuming is not None, consuming)
+
+
+def _refs(expr: s.Expr) -> list[s.Ref]:
+    if isinstance(expr, s.Ref):
+        return [expr]
+    if isinstance(expr, s.Pick):
+        return _refs(expr.operand)
+    return _refs(expr.left) + _refs(expr.right)

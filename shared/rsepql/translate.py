@@ -21,6 +21,13 @@ Each BEP is a ``GraphMatch`` on its window's stream; SEQ is ``Seq`` (every later
 item, skip-till-any); the query's time window is the widest RANGE when every element
 but the last has one (a bound the correlations refine). The output stage
 (``rsepql.output``) joins the mappings (the substitution μ2(E1) of Eq. (7)).
+
+With a STEP window a result is reported at a later close (``rsepql.closes``), so
+the correlation of a RANGE α STEP β element is the bound ``tn − ti < α + β`` and
+``cerfleet run`` holds each result until its close. FIRST/LAST, SEQ^c/SEQ^r/SEQ^n
+and ``MATCH CONSUMING`` have no pattern form: ``rsepql.evaluation`` runs them. The
+front-end of the fleet and the backfills, which report each complex event at its
+last event, refuses both at the construct's place.
 """
 
 from __future__ import annotations
@@ -37,7 +44,25 @@ _TIME = "timestamp"  # the instant's time in ms (``rdf.instants``)
 
 def parse_and_check(text: str) -> pattern.Pattern:
     """The front-end of ``languages.FRONTENDS``: text → pattern form."""
-    return to_pattern(parse(text))
+    query = parse(text)
+    if query.per_evaluation() or query.stepped():
+        raise s.error(text, *_why_not(query))
+    return to_pattern(query)
+
+
+def _why_not(query: s.Query) -> tuple[str, pattern.Span | None]:
+    tail = (
+        "it is evaluated at the query's evaluation times, which `cerfleet run` does; "
+        "the automata of the fleet and the backfills report each complex event at its "
+        "last event"
+    )
+    node = None if query.expr is None else s.selective(query.expr)
+    if node is not None:
+        what = node.which.upper() if isinstance(node, s.Pick) else f"SEQ^{node.policy}"
+        return f"{what} selects among an evaluation's matches: {tail}", node.span
+    if query.stepped():
+        return "a window with STEP reports at its closes: " + tail, query.stepped()[0].step_span
+    return "MATCH CONSUMING consumes input across evaluations: " + tail, query.consuming_span
 
 
 def bep_pred(query: s.Query, name: str) -> pattern.GraphMatch:
@@ -61,15 +86,17 @@ def to_pattern(query: s.Query) -> pattern.Pattern:
             since = pattern.Compare(">=", pattern.Attr(_TIME), pattern.Const(window.ms))
             pred = pattern.PAnd(since, pred)
         elif window.kind == "range" and i < last:
-            # t_last - t_i < alpha
+            # t_last - t_i < alpha; with STEP beta, the close c that reports it is
+            # after t_last - beta, and t_i > c - alpha: a bound, rsepql.closes decides.
+            width = window.ms + (window.step_ms or 0)
             gap = pattern.Arith(
                 "-", pattern.VarAttr(f"E{last}", _TIME), pattern.VarAttr(var, _TIME)
             )
             correlations.append(
-                pattern.Correlation(pattern.Compare("<", gap, pattern.Const(window.ms)))
+                pattern.Correlation(pattern.Compare("<", gap, pattern.Const(width)))
             )
         if i < last:
-            widths.append(window.ms if window.kind == "range" else -1)
+            widths.append(window.ms + (window.step_ms or 0) if window.kind == "range" else -1)
         one: pattern.Formula = pattern.Filter(
             pattern.As(pattern.EventType(TYPE), var), pattern.FilterAtom(var, pred)
         )

@@ -48,6 +48,23 @@ def test_filter_across_events_is_refused() -> None:
     assert err.line == 5 and "?x" in err.message
 
 
+def test_policy_and_step_syntax() -> None:
+    q = parse(
+        GOOD.replace("RANGE 5]", "RANGE 1 MINUTES STEP 30]").replace(
+            "MATCH { E1 SEQ E2 }", "MATCH CONSUMING { FIRST (E1 SEQ^c LAST E2) SEQ^N E1 }"
+        )
+    )
+    assert q.windows["http://e/w"].step_ms == 30_000 and q.consuming
+    assert q.chain == ("E1", "E2", "E1") and q.per_evaluation()
+    assert not parse(GOOD).per_evaluation()
+    err = _at(GOOD, "RANGE 5]", "RANGE 5 STEP 0]")
+    assert (err.line, err.column) == (3, 28) and "positive" in err.message
+    err = _at(GOOD, "RANGE 5]", "LND 5 STEP 1]")
+    assert err.line == 3 and err.expected is not None and "']'" in err.expected
+    err = _at(GOOD, "MATCH { E1 SEQ E2 }", "MATCH { FIRST }")
+    assert (err.line, err.column) == (6, 23)
+
+
 def test_window_units() -> None:
     q = parse(GOOD.replace("RANGE 5", "RANGE 2 MINUTES"))
     assert q.windows["http://e/w"].ms == 120_000
@@ -71,7 +88,7 @@ def test_cli_detects_rsepql_and_takes_language(
         # 9 - 1 < 5 fails: the item at 1 has left E1's 5-second window by 9.
         assert out == [{"x": "http://e/a", "z": 4, "time": 3}]
     bad = tmp_path / "bad.rq"
-    bad.write_text(GOOD.replace("WIN [RANGE 5]", "WIN [RANGE 5 STEP 2]"))
+    bad.write_text(GOOD.replace("E1 SEQ E2", "E1 SEQ^q E2"))
     assert main(["run", str(bad), "--stream", f"S={tmp_path / 's.trig'}"]) == 2
     err = capsys.readouterr().err
-    assert "line 3, column" in err and "STEP is not supported" in err
+    assert "line 6, column 20" in err and "unknown SEQ policy" in err
