@@ -1,0 +1,175 @@
+"""MATCH_RECOGNIZE in a keyed partition: the published rows are ``cerfleet run``'s, and
+MATCH_NUMBER goes on counting through checkpoints, crashes and replays."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cerfleet.fleet.registry import QuerySpec, RegistryHistory
+from cerfleet.languages import row_writer
+from cerfleet.query import compile_query
+from cerfleet.workers.catalog import Catalog
+from cerfleet.workers.checkpoint import Checkpoint
+from cerfleet.workers.partition import PartitionState
+from cerfleet.workers.query_run import Output, output_record
+from cerfleet.workers.row_outputs import TRUNCATED_HEADER
+from tests.workers.test_partition import events_st, records_of, split
+
+MR = "match_recognize"
+QUERIES: dict[str, str] = {
+    # PREV, SKIP PAST LAST ROW (consumption per partition), MATCH_NUMBER per key.
+    "one-row": """SELECT * FROM S MATCH_RECOGNIZE (PARTITION BY k
+        MEASURES MATCH_NUMBER() AS mn, FIRST(A.v) AS a, LAST(B.v) AS b, COUNT(*) AS n
+        ONE ROW PER MATCH PATTERN (A B) DEFINE A AS v > 1, B AS v < PREV(v))""",
+    # One record per row, with the row's attributes and running measures.
+    "all-rows": """SELECT * FROM S MATCH_RECOGNIZE (PARTITION BY k
+        MEASURES MATCH_NUMBER() AS mn, CLASSIFIER() AS c, SUM(B.v) AS s
+        ALL ROWS PER MATCH AFTER MATCH SKIP TO NEXT ROW PATTERN (A B{2})
+        DEFINE A AS type = 'A', B AS B.v >= A.v)""",
+    # Variable length under ALL MATCHES, a correlation checked at enumeration, a window.
+    "all-matches": """SELECT * FROM S MATCH_RECOGNIZE (PARTITION BY k ORDER BY t
+        MEASURES MATCH_NUMBER() AS mn, COUNT(B.*) AS bs, LAST(B.v) AS last
+        ALL MATCHES PATTERN (A B+) WITHIN INTERVAL '4' SECONDS
+        DEFINE B AS B.v > PREV(B.v))""",
+    # No PARTITION BY: one MATCH_NUMBER for the whole stream.
+    "global": """SELECT * FROM S MATCH_RECOGNIZE (
+        MEASURES MATCH_NUMBER() AS mn, A.t AS at
+        PATTERN (A C) DEFINE A AS type = 'A', C AS type = 'C')""",
+}
+TOPIC_OF: dict[str, str] = {}
+
+
+def _spec(name: str, text: str) -> QuerySpec:
+    return QuerySpec(name=name, ceql=text, input_topics=("in",), output_topic="o", language=MR)
+
+
+def _catalog() -> Catalog:
+    history = RegistryHistory()
+    for offset, (name, text) in enumerate(QUERIES.items()):
+        history.apply(offset, name.encode(), _spec(name, text).model_dump_json().encode())
+    assert history.errors == 0
+    catalog = Catalog(history, "k.")
+    for entry in history.current.values():
+        TOPIC_OF[entry.spec.name] = catalog.keyed_topic_of(entry)
+    return catalog
+
+
+CATALOG = _catalog()
+REGISTRY = len(QUERIES)
+Row = tuple[str, int, Any]  # query, seq, the row as published
+
+
+def embedded(name: str, events: Sequence[dict[str, Any]]) -> list[Row]:
+    """``cerfleet run``'s rows: the embedded engine, then the language's writer."""
+    text = QUERIES[name]
+    ces = compile_query(text, language=MR).evaluator().process_batch(list(events))
+    write = row_writer(MR, text)
+    assert write is not None
+    out = orjson.loads(b"[%b]" % write(ces).replace(b"\n", b",").rstrip(b","))
+    return [(name, seq, row) for seq, row in enumerate(out)]
+
+
+def published(outputs: Iterable[Output], name: str) -> list[Row]:
+    out = []
+    for o in outputs:
+        if o.run.name == name:
+            value, _ = output_record((TOPIC_OF[name], 3), o)
+            out.append((name, o.seq, orjson.loads(value)))
+    return out
+
+
+def run(state: PartitionState, batches: Iterable[Sequence[Any]], name: str) -> list[Row]:
+    out: list[Row] = []
+    for batch in batches:
+        outputs, dead = state.process(batch)
+        assert dead == []
+        out += published(outputs, name)
+    return out
+
+
+def test_every_query_emits_on_a_simple_stream() -> None:
+    events = [
+        {"type": kind, "v": v, "k": 1, "t": t}
+        for t, (kind, v) in enumerate([("A", 3), ("B", 4), ("B", 5), ("C", 1), ("A", 2), ("C", 2)])
+    ]
+    for name in QUERIES:
+        rows = run(
+            PartitionState(TOPIC_OF[name], 3, CATALOG), [records_of(events, None, REGISTRY)], name
+        )
+        assert rows and rows == embedded(name, events), name
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(events=events_st, data=st.data())
+def test_a_crash_and_replay_publishes_run_s_rows_once(
+    events: list[dict[str, Any]], data: st.DataObject
+) -> None:
+    """A checkpoint, then a crash after a prefix of the later rows was published: the
+    successor's rows complete them, none twice, MATCH_NUMBER continuing."""
+    records = records_of(events, None, REGISTRY)
+    n = len(records)
+    at_checkpoint = data.draw(st.integers(0, n), label="checkpoint")
+    at_crash = data.draw(st.integers(at_checkpoint, n), label="crash")
+    for name in QUERIES:
+        topic = TOPIC_OF[name]
+        want = embedded(name, events)
+        state = PartitionState(topic, 3, CATALOG)
+        before = run(state, split(records[:at_checkpoint], [at_checkpoint // 2]), name)
+        ckpt = Checkpoint.decode(state.checkpoint().encode())
+        after = run(state, [records[at_checkpoint:at_crash]], name)
+        keep = data.draw(st.integers(0, len(after)), label=f"published {name}")
+        out = before + after[:keep]
+        version = CATALOG.registry.current[name].version
+        seqs = {(name, version): max((seq for _, seq, _ in out), default=-1)}
+        restored = PartitionState.restore(CATALOG, topic, 3, ckpt, seqs)
+        replay = records[max(0, at_checkpoint - 2) :]
+        out += run(restored, split(replay, [len(replay) // 3]), name)
+        assert [seq for _, seq, _ in out] == list(range(len(out))), "a row lost or repeated"
+        assert out == want
+
+
+def test_a_restored_checkpoint_continues_match_number() -> None:
+    def events(k: str, t0: int) -> list[dict[str, Any]]:
+        return [{"type": "A" if i % 2 == 0 else "C", "k": k, "t": t0 + i} for i in range(4)]
+
+    topic = TOPIC_OF["global"]
+    state = PartitionState(topic, 3, CATALOG)
+    records = records_of(events("x", 0) + events("x", 10), None, REGISTRY)
+    first = run(state, [records[:4]], "global")
+    assert [r[2]["mn"] for r in first] == [1, 2]
+    ckpt = Checkpoint.decode(state.checkpoint().encode())
+    assert ckpt.queries["global"].output == [[None, 2]]
+    restored = PartitionState.restore(CATALOG, topic, 3, ckpt, {})
+    assert [r[2]["mn"] for r in run(restored, [records[4:]], "global")] == [3, 4]
+    # Per key: the keyed query restores each key's count.
+    topic = TOPIC_OF["one-row"]
+    state = PartitionState(topic, 3, CATALOG)
+    rising = [{"type": "A", "v": v, "k": k, "t": 0} for k in "xyx" for v in (5, 2, 5, 2)]
+    records = records_of(rising, None, REGISTRY)
+    first = run(state, [records[:8]], "one-row")
+    assert [r[2]["mn"] for r in first] == [1, 2, 1, 2]
+    ckpt = Checkpoint.decode(state.checkpoint().encode())
+    restored = PartitionState.restore(CATALOG, topic, 3, ckpt, {})
+    again = run(restored, [records[8:]], "one-row")
+    assert [(r[2]["k"], r[2]["mn"]) for r in again] == [("x", 3), ("x", 4)]
+
+
+def test_a_cut_event_flags_its_last_row_in_a_header() -> None:
+    name = "all-matches"
+    entry = CATALOG.registry.current[name]
+    state = PartitionState(TOPIC_OF[name], 3, CATALOG, max_outputs_per_event=2)
+    events = [{"type": "A", "v": v, "k": 1, "t": 0} for v in range(6)]
+    outputs, _ = state.process(records_of(events, None, REGISTRY))
+    outputs = [o for o in outputs if o.run.name == name]
+    assert entry.spec.max_outputs_per_event is None
+    flagged = [o for o in outputs if o.truncated]
+    assert flagged and all(
+        (TRUNCATED_HEADER, b"true") in output_record((TOPIC_OF[name], 3), o)[1] for o in flagged
+    )
+    # A B+ under ALL MATCHES: i matches end at the i-th event (from 0), cut at 2.
+    assert len(outputs) == 0 + 1 + 2 * 4 and len(flagged) == 3
