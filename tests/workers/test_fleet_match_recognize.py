@@ -121,3 +121,25 @@ def test_a_sigkilled_worker_loses_and_repeats_no_row(
     fleet.produce(source, lines[half:])
     check(readers, want)
     assert successor.metric("cerfleet_worker_recoveries_total") > 0
+
+
+def test_partitions_moved_by_rebalances_number_matches_on(
+    fleet: Fleet, events: list[dict[str, Any]]
+) -> None:
+    """A second worker joins after the first half (taking some keyed partitions over
+    from the first's checkpoints), then the first leaves (SIGTERM: a last checkpoint, and
+    the rest move): every key's MATCH_NUMBER goes on from where it was."""
+    source, readers, want = setup(fleet, events)
+    fleet.coordinator()
+    first = fleet.worker()
+    lines = [orjson.dumps(e) for e in events]
+    half = len(lines) // 2
+    fleet.produce(source, lines[:half])
+    readers["rising"].wait_for(1, 60, settle=1.0)
+    second = fleet.worker()
+    readers["dip"].poll(3.0)
+    assert first.terminate() == 0
+    fleet.produce(source, lines[half:])
+    check(readers, want)
+    assert second.alive()
+    assert second.metric("cerfleet_worker_recoveries_total") > 0
