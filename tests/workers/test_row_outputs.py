@@ -18,7 +18,7 @@ from cerfleet.workers.catalog import Catalog
 from cerfleet.workers.checkpoint import Checkpoint
 from cerfleet.workers.partition import PartitionState
 from cerfleet.workers.query_run import Output, output_record
-from cerfleet.workers.row_outputs import TRUNCATED_HEADER
+from cerfleet.workers.row_outputs import OMITTED_HEADER, TRUNCATED_HEADER
 from tests.shared.match_recognize.test_differential import _drop_numbers, _sorted, query_text
 from tests.shared.match_recognize.test_differential import cases as mr_cases
 from tests.shared.match_recognize.test_differential import expected as oracle_rows
@@ -235,3 +235,20 @@ def test_published_rows_match_the_oracle_through_a_crash(
     if case["mode"] == "MATCHES":  # the order of matches ending on one row is the engine's
         want, got = _drop_numbers(want), _drop_numbers(got)
     assert got == want, text
+
+
+def test_a_row_too_large_for_a_record_is_published_with_null_values() -> None:
+    text = """SELECT * FROM S MATCH_RECOGNIZE (MEASURES FIRST(A.s) AS f, LAST(A.s) AS l
+        ALL ROWS PER MATCH PATTERN (A) DEFINE A AS type = 'A')"""
+    history = RegistryHistory()
+    history.apply(0, b"big", _spec("big", text).model_dump_json().encode())
+    catalog = Catalog(history, "k.")
+    topic = catalog.keyed_topic_of(history.current["big"])
+    events = [{"type": "A", "s": "x" * 400_000}, {"type": "A", "s": "small"}]
+    outputs, dead = PartitionState(topic, 0, catalog).process(records_of(events, None, 1))
+    assert dead == [] and len(outputs) == 2
+    big, small = (output_record((topic, 0), o) for o in outputs)
+    assert orjson.loads(big[0]) == {"type": None, "s": None, "f": None, "l": None}
+    assert (OMITTED_HEADER, b"type,s,f,l") in big[1]
+    assert orjson.loads(small[0]) == {"type": "A", "s": "small", "f": "small", "l": "small"}
+    assert all(name != OMITTED_HEADER for name, _ in small[1])
