@@ -3,6 +3,7 @@ MATCH_NUMBER goes on counting through checkpoints, crashes and replays."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -14,6 +15,7 @@ from cerfleet.errors import MatchRecognizeError
 from cerfleet.fleet.registry import QuerySpec, RegistryHistory
 from cerfleet.languages import row_writer
 from cerfleet.query import compile_query
+from cerfleet.streams import steps
 from cerfleet.workers.catalog import Catalog
 from cerfleet.workers.checkpoint import Checkpoint
 from cerfleet.workers.partition import PartitionState
@@ -22,6 +24,8 @@ from cerfleet.workers.row_outputs import OMITTED_HEADER, TRUNCATED_HEADER
 from tests.shared.match_recognize.test_differential import _drop_numbers, _sorted, query_text
 from tests.shared.match_recognize.test_differential import cases as mr_cases
 from tests.shared.match_recognize.test_differential import expected as oracle_rows
+from tests.workers.test_lateness import BOUND as LATE_BOUND
+from tests.workers.test_lateness import _arrivals as late_arrivals
 from tests.workers.test_partition import events_st, records_of, split
 
 MR = "match_recognize"
@@ -252,3 +256,56 @@ def test_a_row_too_large_for_a_record_is_published_with_null_values() -> None:
     assert (OMITTED_HEADER, b"type,s,f,l") in big[1]
     assert orjson.loads(small[0]) == {"type": "A", "s": "small", "f": "small", "l": "small"}
     assert all(name != OMITTED_HEADER for name, _ in small[1])
+
+
+LATE_MR = """SELECT * FROM S MATCH_RECOGNIZE (
+    MEASURES MATCH_NUMBER() AS mn, A.n AS a, LAST(B.n) AS b, COUNT(*) AS rows
+    ALL MATCHES PATTERN (A B+)
+    DEFINE A AS type = 'A', B AS type <> 'Z' AND B.v >= PREV(B.v))"""
+
+
+@settings(max_examples=100, deadline=None, database=None)
+@given(events=late_arrivals(), data=st.data())
+def test_with_a_lateness_bound_the_rows_are_run_max_lateness_s(
+    events: list[dict[str, Any]], data: st.DataObject
+) -> None:
+    """Out of order within ``--max-lateness``: the keyed partition releases the events in
+    time order as ``cerfleet run --max-lateness`` does, through a crash with events held.
+    The last event, far later, releases the others and is in no match (a topic has no end
+    to release it, where ``run`` releases it at the end of its file)."""
+    spec = QuerySpec(
+        name="late",
+        ceql=LATE_MR,
+        input_topics=("in",),
+        output_topic="o",
+        time_field="t",
+        max_lateness=LATE_BOUND,
+        language=MR,
+    )
+    history = RegistryHistory()
+    history.apply(0, b"late", spec.model_dump_json().encode())
+    catalog = Catalog(history, "k.")
+    topic = catalog.keyed_topic_of(history.current["late"])
+    compiled = compile_query(LATE_MR, time_field="t", language=MR)
+    write = row_writer(MR, LATE_MR)
+    assert write is not None
+    source = io.BytesIO(b"".join(orjson.dumps(e) + b"\n" for e in events))
+    want = [
+        row
+        for step in steps(compiled, compiled.evaluator(), source, max_lateness=LATE_BOUND)
+        for ce in step.complex_events
+        for row in write.rows(ce)
+    ]
+    event("some rows" if want else "no rows")
+    records = records_of(events, None, 1)
+    state = PartitionState(topic, 0, catalog)
+    cut = data.draw(st.integers(0, len(records)), label="checkpoint")
+    out = [(o.seq, o.value) for o in state.process(records[:cut])[0]]
+    ckpt = Checkpoint.decode(state.checkpoint().encode())
+    after = state.process(records[cut:])[0]
+    out += [(o.seq, o.value) for o in after[: data.draw(st.integers(0, len(after)))]]
+    seqs = {("late", 0): max((seq for seq, _ in out), default=-1)}
+    restored = PartitionState.restore(catalog, topic, 0, ckpt, seqs)
+    out += [(o.seq, o.value) for o in restored.process(records[cut:])[0]]
+    assert [seq for seq, _ in out] == list(range(len(out)))
+    assert [orjson.loads(v or b"") for _, v in out] == want
