@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Callable, Sequence
+from typing import Any, Protocol, cast
 
 from cerfleet import pattern
 from cerfleet.complex_event import ComplexEvent
@@ -71,6 +72,24 @@ def writer(language: str, text: str) -> Writer | None:
     module, _, name = target.partition(":")
     build: Callable[[str], Writer] = getattr(importlib.import_module(module), name)
     return build(text)
+
+
+class RowWriter(Protocol):
+    """A ``WRITERS`` entry seen one complex event at a time, as the fleet and backfills
+    use it: the output rows of each complex event, in order, and the state carried from
+    one to the next (MATCH_RECOGNIZE's MATCH_NUMBER per partition), which ``export`` and
+    ``restore`` move through a checkpoint as JSON."""
+
+    def rows(self, ce: ComplexEvent) -> list[dict[str, Any]]: ...
+
+    def export(self) -> Any: ...
+
+    def restore(self, state: Any) -> None: ...
+
+
+def row_writer(language: str, text: str) -> RowWriter | None:
+    """``writer`` as a ``RowWriter`` (None: the language outputs complex events)."""
+    return cast("RowWriter | None", writer(language, text))
 
 
 def parse(text: str, language: str = DEFAULT) -> pattern.Pattern:

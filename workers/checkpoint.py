@@ -51,6 +51,9 @@ class QueryCheckpoint:
     # A query with a lateness bound: its reorder stage (``workers.lateness``), held
     # events included; None without a bound.
     lateness: dict[str, Any] | None = None
+    # A language whose output is rows: its output stage's state (``workers.row_outputs``,
+    # MATCH_RECOGNIZE's MATCH_NUMBER per key); None for complex-event outputs.
+    output: Any = None
 
 
 @dataclass
@@ -85,6 +88,7 @@ class Checkpoint:
                     "emitted": self.queries[n].emitted,
                     "size": len(self.queries[n].snapshot),
                     **_lateness(self.queries[n]),
+                    **_output(self.queries[n]),
                 }
                 for n in names
             ],
@@ -118,6 +122,7 @@ class Checkpoint:
                 q["emitted"],
                 data[at : at + q["size"]],
                 q.get("lateness"),
+                q.get("output"),
             )
             at += q["size"]
         if at != len(data):
@@ -138,6 +143,11 @@ class Checkpoint:
 def _lateness(query: QueryCheckpoint) -> dict[str, Any]:
     # Absent without a bound: checkpoints stay as before for such queries.
     return {} if query.lateness is None else {"lateness": query.lateness}
+
+
+def _output(query: QueryCheckpoint) -> dict[str, Any]:
+    # Absent for complex-event outputs: their checkpoints stay as before.
+    return {} if query.output is None else {"output": query.output}
 
 
 def checkpoint_key(keyed_topic: str, partition: int) -> bytes:

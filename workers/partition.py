@@ -43,7 +43,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cerfleet.complex_event import ComplexEvent
 from cerfleet.evaluation.query_evaluator import QueryEvaluator
 from cerfleet.evaluation.snapshot import dump_counted
 from cerfleet.fleet.records import DEFAULT_LIMITS, RecordLimits
@@ -53,7 +52,9 @@ from cerfleet.workers.catalog import Catalog
 from cerfleet.workers.checkpoint import Checkpoint, QueryCheckpoint
 from cerfleet.workers.keyed_batch import KeyedBatch
 from cerfleet.workers.keyed_decoding import RECORD_REASONS, decode_rows, screen, segments
-from cerfleet.workers.lateness import Lateness, in_time_order, stage_of
+from cerfleet.workers.lateness import in_time_order, stage_of
+from cerfleet.workers.query_run import Output, QueryRun, numbered
+from cerfleet.workers.row_outputs import RowOutputs
 
 log = logging.getLogger(__name__)
 
@@ -86,32 +87,6 @@ class DeadLetter:
     query: str | None
     reason: str
     error: str
-
-
-@dataclass(slots=True)
-class Output:
-    run: QueryRun
-    seq: int
-    ce: ComplexEvent
-    truncated: bool = False  # the last output kept of a record whose outputs were cut
-
-
-@dataclass(slots=True)
-class QueryRun:
-    entry: Registered
-    evaluator: QueryEvaluator
-    emitted: int = 0  # outputs numbered so far
-    suppress: int = 0  # outputs numbered below this were already published
-    lateness: Lateness | None = None  # the reorder stage of a query with a bound
-
-    @property
-    def name(self) -> str:
-        return self.entry.spec.name
-
-    @property
-    def max_outputs(self) -> int | None:
-        """The cap registered with the query (None: the worker's setting)."""
-        return self.entry.spec.max_outputs_per_event
 
 
 @dataclass
@@ -193,20 +168,17 @@ class PartitionState:
                 )
             else:
                 ces = in_time_order(run.lateness, evaluator, decoded.events, decoded.positions)
-            spent = self.clock() - started
-            self.evaluation_seconds[run.name] = self.evaluation_seconds.get(run.name, 0.0) + spent
             cut = set(evaluator.truncated_ends)
             if cut:
                 evaluator.truncated_ends.clear()
                 self._count_truncated(run, len(cut))
-            for i, ce in enumerate(ces):
-                seq = run.emitted
-                run.emitted = seq + 1
-                if seq < run.suppress:
-                    self.suppressed += 1
-                    continue
-                last = ce.end in cut and (i + 1 == len(ces) or ces[i + 1].end != ce.end)
-                outputs.append(Output(run, seq, ce, last))
+            # Timed with the evaluation: a language's output stage (MATCH_RECOGNIZE's
+            # labelling of a match's rows) is part of what the query costs.
+            fresh_outputs, suppressed = numbered(run, ces, cut)
+            spent = self.clock() - started
+            self.evaluation_seconds[run.name] = self.evaluation_seconds.get(run.name, 0.0) + spent
+            outputs += fresh_outputs
+            self.suppressed += suppressed
             replaying = run.emitted < run.suppress
             self.suspensions.judge(
                 run.name,
@@ -304,9 +276,12 @@ class PartitionState:
         evaluator: QueryEvaluator,
         emitted: int,
         lateness: dict[str, Any] | None = None,
+        output: Any = None,
     ) -> QueryRun:
         published = self.published.get((entry.spec.name, entry.version), -1)
-        return QueryRun(entry, evaluator, emitted, published + 1, stage_of(entry, lateness))
+        stage = stage_of(entry, lateness)
+        rows = RowOutputs.of(entry, output)
+        return QueryRun(entry, evaluator, emitted, published + 1, stage, rows)
 
     # -- checkpoints ---------------------------------------------------------------
 
@@ -330,6 +305,7 @@ class PartitionState:
                     run.emitted,
                     snapshots[name],
                     None if run.lateness is None else run.lateness.export(),
+                    None if run.rows is None else run.rows.export(),
                 )
                 for name, run in self.runs.items()
             },
@@ -382,7 +358,7 @@ class PartitionState:
                     f"version {qc.version}, which the registry does not hold"
                 )
             evaluator = entry.query.restore(qc.snapshot)
-            state.runs[name] = state._new_run(entry, evaluator, qc.emitted, qc.lateness)
+            state.runs[name] = state._new_run(entry, evaluator, qc.emitted, qc.lateness, qc.output)
         return state
 
     def active_keys(self) -> int:

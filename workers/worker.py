@@ -46,7 +46,6 @@ from confluent_kafka import (
 from cerfleet.fleet.batching import BATCHED_PRODUCER, drain
 from cerfleet.fleet.keyed import (
     ERROR_HEADER,
-    ORIGIN_HEADER,
     QUERY_HEADER,
     SRC_HEADER,
     STAGE_HEADER,
@@ -60,9 +59,10 @@ from cerfleet.fleet.topics import TopicError, ensure_topics
 from cerfleet.workers.catalog import Catalog
 from cerfleet.workers.keyed_batch import KeyedBatch, split_by_partition
 from cerfleet.workers.metrics import WorkerMetrics
-from cerfleet.workers.outputs import origin, output_key, output_value
+from cerfleet.workers.outputs import output_key
 from cerfleet.workers.ownership import CheckpointTimeout, Ownership
-from cerfleet.workers.partition import DeadLetter, Output, PartitionState
+from cerfleet.workers.partition import DeadLetter, PartitionState
+from cerfleet.workers.query_run import Output, output_record
 from cerfleet.workers.suspended import SuspendedQueries, record_suspensions, suspended_status
 
 log = logging.getLogger(__name__)
@@ -318,13 +318,13 @@ class Worker(Ownership):
             on_delivery = delivered.get(topic)
             if on_delivery is None:
                 on_delivery = delivered[topic] = partial(self._on_output, tp, topic)
-            tag = origin(tp[0], tp[1], spec.name, out.run.entry.version, out.seq)
+            value, headers = output_record(tp, out)
             self._produce(
                 producer,
                 topic,
-                output_value(spec.name, tp[0], tp[1], out.ce, out.truncated),
+                value,
                 output_key(out.ce),
-                [(ORIGIN_HEADER, tag)],
+                headers,
                 state.partition % self._partition_count(topic),
                 on_delivery,
             )

@@ -41,6 +41,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--time-field", default="timestamp", help="attribute holding the event time"
     )
+    parser.add_argument(
+        "--language",
+        default=None,
+        help="ceql, match_recognize, spaseq or rsepql (default: told apart as cerfleet run does)",
+    )
     parser.set_defaults(handler=explain)
 
 
@@ -54,7 +59,7 @@ def explain(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from cerfleet.languages import detect
 
-    language = detect(text)
+    language = (args.language or detect(text)).lower()
     try:
         if language == "rsepql":
             lines = _rsepql(text)
@@ -68,7 +73,12 @@ def explain(args: argparse.Namespace) -> int:
     except CEQLError as err:
         print(f"{args.query}: {err}", file=sys.stderr)
         return EXIT_USAGE
-    for line in describe(compiled):
+    lines = describe(compiled)
+    if language == "match_recognize":
+        from cerfleet.cli.explain_match_recognize import describe_match_recognize
+
+        lines += describe_match_recognize(text, compiled)
+    for line in lines:
         print(line)
     return EXIT_OK
 
@@ -143,11 +153,13 @@ def _correlations(compiled: CompiledQuery) -> list[str]:
             lines.append("correlations: none (every filter is unary, in the automaton)")
         return lines
     lines.append(
-        f"correlations checked at enumeration: {len(plan.checks)} (constant time per "
-        "event; enumeration prunes a branch at its first violation, so a complex event "
-        "costs the branches visited, not only its size)"
+        f"correlations checked at enumeration: {len(plan.checks) + len(plan.running)} "
+        "(constant time per event; enumeration prunes a branch at its first violation, so "
+        "a complex event costs the branches visited, not only its size)"
     )
     lines += [f"  {format_predicate(check.pred)}" for check in plan.checks]
+    # Running checks (MATCH_RECOGNIZE's DEFINEs reading other rows): per variable.
+    lines += [f"  running, at each row bound to {check.at}" for check in plan.running]
     return lines
 
 

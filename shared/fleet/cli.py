@@ -73,7 +73,14 @@ def register(subparsers: Any) -> None:
         "rejected and nothing is registered.",
     )
     p.add_argument("name", metavar="NAME", help="query name: letters, digits, . _ -")
-    p.add_argument("query", metavar="QUERY", help="file holding the CEQL query")
+    p.add_argument(
+        "query", metavar="QUERY", help="file holding the query (CEQL or MATCH_RECOGNIZE)"
+    )
+    p.add_argument(
+        "--language",
+        help="ceql or match_recognize (default: match_recognize when the query uses "
+        "MATCH_RECOGNIZE, else ceql; as cerfleet run tells them apart)",
+    )
     p.add_argument(
         "--input-topic", "-i", action="append", required=True, help="input topic (repeatable)"
     )
@@ -210,6 +217,7 @@ def _submit(args: argparse.Namespace) -> int:
     from cerfleet.fleet.registry import QuerySpec, write
     from cerfleet.fleet.service import validation_problems
     from cerfleet.fleet.topics import ensure_topics
+    from cerfleet.languages import DEFAULT, detect
 
     settings = _client_settings(args, output_partitions=args.output_partitions)
     try:
@@ -217,6 +225,7 @@ def _submit(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         raise CerfleetError(f"cannot read query file {args.query}: {reason}") from exc
+    language = (args.language or detect(text)).lower()
     try:
         spec = QuerySpec(
             name=args.name,
@@ -228,6 +237,7 @@ def _submit(args: argparse.Namespace) -> int:
             max_outputs_per_event=args.max_outputs_per_event or DEFAULT_MAX_OUTPUTS_PER_EVENT,
             topic_streams=_topic_streams(args.topic_stream),
             max_lateness=args.max_lateness,
+            language=None if language == DEFAULT else language,
         )
     except ValidationError as exc:
         raise CerfleetError(f"cannot register {args.name!r}: {validation_problems(exc)}") from exc

@@ -35,6 +35,7 @@ from pydantic import (
 from cerfleet.errors import CerfleetError
 from cerfleet.fleet.keyed import STREAM_FIELD, coordinates
 from cerfleet.fleet.topics import ensure_topics
+from cerfleet.languages import DEFAULT
 from cerfleet.pattern import Consume
 from cerfleet.query import CompiledQuery, compile_query
 
@@ -44,6 +45,9 @@ NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$"
 # Whoever can write to the registry runs its queries on every worker: query texts are
 # bounded here, their nesting by the CEQL parser and their automata by the compiler.
 MAX_QUERY_CHARS = 65_536
+# The languages a registry record may hold: those over JSON events (SPAseq and RSEP-QL
+# read RDF graph streams, which the fleet does not route).
+FLEET_LANGUAGES = ("ceql", "match_recognize")
 
 # Applied when the topic is created here. A broker's defaults would delete the
 # queries after a week (log.retention.hours) or once the topic outgrew a
@@ -84,25 +88,42 @@ class QuerySpec(BaseModel):
     # keyed partition (`cerfleet run --max-lateness`; a BOUNDED_TIME quarantine in the
     # query sets it too). None: arrival order.
     max_lateness: float | None = Field(None, ge=0)
+    # The language of ``ceql`` (the field keeps its name so that records stay readable
+    # across versions): None is CEQL, and every record written before the field existed.
+    language: str | None = None
 
     @model_serializer(mode="wrap")
     def _without_unset_streams(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # A record without a map is written as before the map existed, so workers of the
         # previous version (which forbid unknown fields) still read it during an upgrade.
         doc: dict[str, Any] = handler(self)
-        for later in ("topic_streams", "max_lateness"):
+        for later in ("topic_streams", "max_lateness", "language"):
             if doc.get(later) is None:
                 doc.pop(later, None)
+        if doc.get("language") == DEFAULT:
+            del doc["language"]  # a CEQL record is written as CEQL records always were
         return doc
+
+    @property
+    def query_language(self) -> str:
+        """The language the query is written in (``cerfleet.languages``)."""
+        return (self.language or DEFAULT).lower()
 
     def compile(self) -> CompiledQuery:
         """Compile the query; raises ``CEQLError`` (with line and column) or ``CerfleetError``
         when the fleet cannot run it."""
         stream_field = None if self.topic_streams is None else STREAM_FIELD
+        language = self.query_language
+        if language not in FLEET_LANGUAGES:
+            raise CerfleetError(
+                f"query {self.name!r}: the fleet runs {' and '.join(FLEET_LANGUAGES)} "
+                f"queries, not {language}"
+            )
         query = compile_query(
             self.ceql,
             type_field=self.type_field,
             time_field=self.time_field,
+            language=language,
             stream_field=stream_field,
         )
         for topic, stream in (self.topic_streams or {}).items():

@@ -315,6 +315,15 @@ class MatchWriter:
         obj.update((m.name, match.eval(m.expr)) for m in self.query.measures)
         return [obj]
 
+    def export(self) -> list[list[Any]]:
+        """The output state carried across complex events, as JSON: MATCH_NUMBER's count
+        per partition key, ``[key values or null, count]`` pairs."""
+        return [[None if k is None else list(k), n] for k, n in self.numbers.items()]
+
+    def restore(self, state: Sequence[Sequence[Any]]) -> None:
+        """Continue from ``export``'s state (a checkpoint's): MATCH_NUMBER goes on counting."""
+        self.numbers = {(None if k is None else tuple(k)): int(n) for k, n in state}
+
     def __call__(self, complex_events: Sequence[ComplexEvent]) -> bytes:
         return b"".join(
             _encode(obj).encode() + b"\n" for ce in complex_events for obj in self.rows(ce)

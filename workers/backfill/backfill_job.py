@@ -97,7 +97,9 @@ def evaluate(
     needed = source.select("topic", "partition", "offset", "timestamp", "value")
     prepared = _prepared(job, needed)
     epsilon = slice_epsilon(query, job.time_field)
-    if not query.partitioned and (epsilon is None or slices <= 1):
+    # Rows numbered over the whole stream (MATCH_NUMBER without PARTITION BY) are not
+    # sliceable: a slice would not know how many matches came before it.
+    if not query.partitioned and (epsilon is None or slices <= 1 or job.outputs_rows):
         return Evaluation(_whole(job, prepared, counters), "whole", prepared)
     if query.partitioned:
         # Key weights from a sample: exact counts would need every prepared row kept
@@ -172,7 +174,7 @@ def _resolve(args: argparse.Namespace, settings: FleetSettings) -> tuple[JobQuer
     if not found:
         raise CerfleetError(f"no query named {args.query!r} in {settings.registry_topic!r}")
     spec = found[-1].spec
-    job = JobQuery(spec.name, spec.ceql, spec.type_field, spec.time_field)
+    job = JobQuery(spec.name, spec.ceql, spec.type_field, spec.time_field, spec.query_language)
     return job, list(args.topics or spec.input_topics)
 
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from cerfleet.errors import CerfleetError
+from cerfleet.fleet.registry import FLEET_LANGUAGES
+from cerfleet.languages import WRITERS
 from cerfleet.pattern import Consume
 from cerfleet.query import CompiledQuery, compile_query
 
@@ -20,13 +22,26 @@ class JobQuery:
     ceql: str
     type_field: str = "type"
     time_field: str = "timestamp"
+    # The language of ``ceql`` (``cerfleet.languages``), as the registry records it.
+    language: str = "ceql"
 
     def compiled(self) -> CompiledQuery:
-        return _compile(self.ceql, self.type_field, self.time_field)
+        return _compile(self.ceql, self.type_field, self.time_field, self.language)
+
+    @property
+    def outputs_rows(self) -> bool:
+        """Whether the language's output is rows (MATCH_RECOGNIZE), numbered per
+        partition (MATCH_NUMBER) from the stream's start."""
+        return self.language in WRITERS
 
     def validate(self) -> CompiledQuery:
         """Compile, and refuse what a backfill cannot run as the fleet would (``CEQLError``
         with line and column, or ``CerfleetError``)."""
+        if self.language not in FLEET_LANGUAGES:
+            raise CerfleetError(
+                f"query {self.name!r}: a backfill runs {' and '.join(FLEET_LANGUAGES)} "
+                f"queries, not {self.language}"
+            )
         query = self.compiled()
         if query.partitioned and query.consume is Consume.ANY:
             raise CerfleetError(
@@ -38,5 +53,5 @@ class JobQuery:
 
 
 @lru_cache(maxsize=16)
-def _compile(ceql: str, type_field: str, time_field: str) -> CompiledQuery:
-    return compile_query(ceql, type_field=type_field, time_field=time_field)
+def _compile(ceql: str, type_field: str, time_field: str, language: str) -> CompiledQuery:
+    return compile_query(ceql, type_field=type_field, time_field=time_field, language=language)

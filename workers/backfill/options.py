@@ -85,7 +85,13 @@ def add_compact_arguments(parser: argparse.ArgumentParser) -> None:
 def add_backfill_arguments(parser: argparse.ArgumentParser) -> None:
     q = parser.add_argument_group("the query")
     q.add_argument("--query", "-q", metavar="NAME", help="a query registered with the fleet")
-    q.add_argument("--ceql", metavar="FILE", help="a CEQL file (instead of --query)")
+    q.add_argument(
+        "--ceql", metavar="FILE", help="a query file, CEQL or MATCH_RECOGNIZE (instead of --query)"
+    )
+    q.add_argument(
+        "--language",
+        help="with --ceql: ceql or match_recognize (default: told apart as cerfleet run does)",
+    )
     q.add_argument("--name", help="with --ceql: the query name in outputs (default: file stem)")
     q.add_argument("--type-field", help="with --ceql: attribute holding the event type")
     q.add_argument("--time-field", help="with --ceql: attribute holding the event time")
@@ -159,16 +165,19 @@ def check_backfill(args: argparse.Namespace) -> JobQuery | None:
     if args.ceql is None:
         return None
     # The engine loads only now: ``register`` runs on every ``cerfleet`` start-up.
+    from cerfleet.languages import detect
     from cerfleet.workers.backfill.job_query import JobQuery
 
     path = Path(args.ceql)
     if not path.is_file():
         raise CerfleetError(f"--ceql {args.ceql}: no such file")
+    text = path.read_text(encoding="utf-8")
     job = JobQuery(
         args.name or path.stem,
-        path.read_text(encoding="utf-8"),
+        text,
         args.type_field or "type",
         args.time_field or "timestamp",
+        (args.language or detect(text)).lower(),
     )
     job.validate()
     return job

@@ -27,6 +27,7 @@ from cerfleet.events.raw_event import RawEvent
 from cerfleet.workers.backfill.job_query import JobQuery
 from cerfleet.workers.backfill.schemas import BAD, BAD_RECORD, GOOD, MATCH, RESULT, STATS, UNKEYED
 from cerfleet.workers.outputs import output_key, record_value
+from cerfleet.workers.row_outputs import RowOutputs
 
 __all__ = ["UnitRunner", "evaluate_batches"]
 
@@ -124,6 +125,7 @@ class UnitRunner:
         self.bases = bases
         self._unit: object = _NONE
         self._evaluator: QueryEvaluator | None = None
+        self._rows: RowOutputs | None = None  # a language whose output is rows
         self._coords = _Coordinates(0)
         self._next = 0  # position of the unit's next event
         self._first_own = 0  # positions below this are another slice's (overlap)
@@ -182,6 +184,8 @@ class UnitRunner:
             return
         self._unit = unit
         self._evaluator = self.query.evaluator()
+        # MATCH_NUMBER counts from 1 per key, and a unit is a key (or the whole stream).
+        self._rows = RowOutputs.for_query(self.job.language, self.job.ceql)
         self.units += 1
         if self.bases is None:
             self._next = self._first_own = 0
@@ -219,8 +223,17 @@ class UnitRunner:
         for ce in found:
             if ce.end < first_own:
                 continue  # the previous slice's own complex event
-            self.matches += 1
             key = output_key(ce)
+            if self._rows is not None:
+                # One output per row, as `cerfleet run` prints them (and the fleet).
+                for value, _ in self._rows.values(ce):
+                    self.matches += 1
+                    out.m_key.append(None if key is None else key.decode())
+                    out.m_start.append(ce.start)
+                    out.m_end.append(ce.end)
+                    out.m_value.append(value)
+                continue
+            self.matches += 1
             out.m_key.append(None if key is None else key.decode())
             out.m_start.append(ce.start)
             out.m_end.append(ce.end)

@@ -300,3 +300,42 @@ def test_consume_follow_keeps_waiting(kafka: KafkaBroker, topic_name: Callable[[
             p.send_signal(signal.SIGINT)  # Ctrl-C: the way out of --follow
             p.wait(10)
     assert p.returncode == 0
+
+
+MR = "SELECT * FROM S MATCH_RECOGNIZE (\n  PARTITION BY name\n  PATTERN (A B+)\n)"
+
+
+@pytest.mark.usefixtures("no_kafka")
+def test_submit_compiles_match_recognize_as_such_before_any_kafka_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Detected from the text: the MR compiler's own message, with line and column.
+    path = query_file(tmp_path, MR)
+    assert main(submit_args("q", path)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cerfleet: line 3, column 15: quantifier +")
+    # Told: as CEQL the same text fails in the CEQL parser instead.
+    assert main(submit_args("q", path, "--language", "ceql")) == 2
+    assert "quantifier +" not in capsys.readouterr().err
+    assert main(submit_args("q", path, "--language", "spaseq")) == 2
+    assert "the fleet runs ceql and match_recognize queries, not spaseq" in (
+        capsys.readouterr().err
+    )
+
+
+def test_submit_registers_match_recognize_with_its_language(
+    kafka: KafkaBroker,
+    topic_name: Callable[[str], str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    registry = topic_name("cli-registry-mr")
+    kafka.create_topic(registry, 1)
+    fleet = ["-b", kafka.bootstrap_servers, "--registry-topic", registry]
+    text = MR.replace("B+", "B")
+    path = query_file(tmp_path, text)
+    assert main(["submit", "mr", str(path), "-i", "in", "-o", topic_name("mr-out"), *fleet]) == 0
+    capsys.readouterr()
+    assert main(["queries", *fleet]) == 0
+    [doc] = [orjson.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert (doc["ceql"], doc["language"]) == (text, "match_recognize")

@@ -326,3 +326,30 @@ def test_the_registry_topic_is_created_with_unlimited_retention(
     admin = AdminClient(kafka.client_config())
     described = admin.describe_configs([resource])[resource].result(30)
     assert {k: described[k].value for k in TOPIC_CONFIG} == TOPIC_CONFIG
+
+
+MR = """SELECT * FROM S MATCH_RECOGNIZE (PARTITION BY k MEASURES COUNT(*) AS n
+  PATTERN (A B) DEFINE A AS v > 1)"""
+
+
+def test_a_ceql_record_is_written_as_before_the_language_field() -> None:
+    for language in (None, "ceql"):
+        doc = orjson.loads(spec(ceql=Q2, language=language).model_dump_json())
+        assert "language" not in doc
+        assert QuerySpec.model_validate(doc).query_language == "ceql"
+
+
+def test_a_match_recognize_record_names_its_language_and_routes_by_partition_by() -> None:
+    s = spec(ceql=MR, language="match_recognize")
+    doc = orjson.loads(s.model_dump_json())
+    assert doc["language"] == "match_recognize"
+    assert QuerySpec.model_validate(doc) == s
+    assert s.compile().partition_attrs == ("k",)
+    # Without the field the text is CEQL, which it is not.
+    with pytest.raises(CEQLError):
+        spec(ceql=MR).compile()
+
+
+def test_languages_over_rdf_are_refused() -> None:
+    with pytest.raises(CerfleetError, match="the fleet runs ceql and match_recognize"):
+        spec(language="spaseq").compile()

@@ -1,0 +1,105 @@
+"""One query's run in a keyed partition, and its outputs, numbered for exactly-once replay.
+
+Each output record a query publishes from a keyed partition gets the next number
+(``seq``): a successor replaying the partition numbers the same records the same way
+and skips those below ``suppress`` (already published). A record is a complex event,
+or, for a language whose output is rows (``row_outputs``), one row of one: then every
+complex event goes through the language's output stage, replayed ones included, since
+its state (MATCH_NUMBER) carries over to the next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from cerfleet.complex_event import ComplexEvent
+from cerfleet.evaluation.query_evaluator import QueryEvaluator
+from cerfleet.fleet.keyed import ORIGIN_HEADER
+from cerfleet.fleet.registry import Registered
+from cerfleet.workers.lateness import Lateness
+from cerfleet.workers.outputs import origin, output_value
+from cerfleet.workers.row_outputs import OMITTED_HEADER, TRUNCATED_HEADER, RowOutputs
+
+__all__ = ["Output", "QueryRun", "numbered", "output_record"]
+
+
+@dataclass(slots=True)
+class Output:
+    run: QueryRun
+    seq: int
+    ce: ComplexEvent
+    truncated: bool = False  # the last output kept of a record whose outputs were cut
+    # A row of the query's language (``row_outputs``): the record's value, and the
+    # fields it left out to fit. None: the record is the complex event (``outputs``).
+    value: bytes | None = None
+    omitted: Sequence[str] = ()
+
+
+@dataclass(slots=True)
+class QueryRun:
+    entry: Registered
+    evaluator: QueryEvaluator
+    emitted: int = 0  # outputs numbered so far
+    suppress: int = 0  # outputs numbered below this were already published
+    lateness: Lateness | None = None  # the reorder stage of a query with a bound
+    rows: RowOutputs | None = None  # the output stage of a language whose output is rows
+
+    @property
+    def name(self) -> str:
+        return self.entry.spec.name
+
+    @property
+    def max_outputs(self) -> int | None:
+        """The cap registered with the query (None: the worker's setting)."""
+        return self.entry.spec.max_outputs_per_event
+
+
+def numbered(
+    run: QueryRun, ces: Sequence[ComplexEvent], cut: Collection[int]
+) -> tuple[list[Output], int]:
+    """The outputs of ``ces`` (one batch's, in order) not published before, and how many
+    were suppressed as published; ``cut`` holds the ends of the records whose complex
+    events were cut, whose last output is flagged."""
+    outputs: list[Output] = []
+    suppressed = 0
+    rows = run.rows
+    for i, ce in enumerate(ces):
+        last = ce.end in cut and (i + 1 == len(ces) or ces[i + 1].end != ce.end)
+        if rows is None:
+            seq = run.emitted
+            run.emitted = seq + 1
+            if seq < run.suppress:
+                suppressed += 1
+            else:
+                outputs.append(Output(run, seq, ce, last))
+            continue
+        values = rows.values(ce)
+        for k, (value, omitted) in enumerate(values):
+            seq = run.emitted
+            run.emitted = seq + 1
+            if seq < run.suppress:
+                suppressed += 1
+            else:
+                flag = last and k + 1 == len(values)
+                outputs.append(Output(run, seq, ce, flag, value, omitted))
+    return outputs, suppressed
+
+
+def output_record(
+    keyed: tuple[str, int], out: Output
+) -> tuple[bytes, list[tuple[str, str | bytes | None]]]:
+    """The value and headers of ``out``'s record, published from the keyed partition
+    ``keyed``: the origin header numbers it (``outputs``)."""
+    spec = out.run.entry.spec
+    topic, partition = keyed
+    headers: list[tuple[str, str | bytes | None]] = [
+        (ORIGIN_HEADER, origin(topic, partition, spec.name, out.run.entry.version, out.seq))
+    ]
+    if out.value is None:
+        return output_value(spec.name, topic, partition, out.ce, out.truncated), headers
+    if out.truncated:
+        headers.append((TRUNCATED_HEADER, b"true"))
+    if out.omitted:
+        headers.append((OMITTED_HEADER, ",".join(out.omitted).encode()))
+    return out.value, headers
