@@ -46,20 +46,25 @@ def parse_and_check(text: str) -> pattern.Pattern:
     return compile_text(text)[1]
 
 
-def compile_text(text: str) -> tuple[s.Query, pattern.Pattern, _Translator]:
+def compile_text(
+    text: str, *, skipping: bool = False
+) -> tuple[s.Query, pattern.Pattern, _Translator]:
     """The syntax tree, the pattern form, and the translator holding each variable's
     DEFINE split into its unary part and its running part (the output stage needs
-    them)."""
+    them). ``skipping``: for the standard's match selection (``stream``), which takes
+    every AFTER MATCH SKIP mode and reluctant quantifiers over any pattern; the form's
+    options then say nothing of the selection."""
     query = parse(text)
-    translator = _Translator(query)
+    translator = _Translator(query, skipping)
     form = translator.translate()
     return query, form, translator
 
 
-def writer(text: str) -> MatchWriter:
+def writer(text: str, *, skipping: bool = False) -> MatchWriter:
     """The writer of ``languages.WRITERS``: the query's own output stage, judging rows
-    with the very predicates the engine evaluates."""
-    query, _, t = compile_text(text)
+    with the very predicates the engine evaluates (``skipping``: of a query
+    ``stream.RowPatternEvaluator`` runs)."""
+    query, _, t = compile_text(text, skipping=skipping)
     return MatchWriter(
         query,
         {v: compile_predicate(unary(p)) for v, p in t.defines.items()},
@@ -105,8 +110,9 @@ def _variable_length(regex: s.Regex) -> s.Regex | None:
 
 
 class _Translator:
-    def __init__(self, query: s.Query) -> None:
+    def __init__(self, query: s.Query, skipping: bool = False) -> None:
         self.q = query
+        self.skipping = skipping
         self.names = {v.name for v in variables(query.regex)}
         self.defines: dict[str, pattern.Pred] = {}  # the unary part of each DEFINE
         self.running: dict[str, pattern.Pred] = {}  # the part reading other rows
@@ -166,6 +172,8 @@ class _Translator:
     def _selection(self) -> tuple[pattern.Strategy, pattern.Consume]:
         q = self.q
         kind = None if q.skip is None else q.skip[0]
+        if self.skipping:
+            return self._skipping()
         if kind in ("TO FIRST", "TO LAST"):
             q.fail(
                 f"AFTER MATCH SKIP {kind} <variable> is not supported "
@@ -196,6 +204,22 @@ class _Translator:
             )
         consume = pattern.Consume.NONE if kind == "TO NEXT ROW" else pattern.Consume.PARTITION
         return pattern.Strategy.ALL, consume
+
+    def _skipping(self) -> tuple[pattern.Strategy, pattern.Consume]:
+        q = self.q
+        if q.rows == "MATCHES":
+            q.fail("ALL MATCHES selects no match: it is not a skip mode", q.rows_span)
+        if q.skip is not None and q.skip[0] == "TO CURRENT ROW":
+            q.fail(
+                "AFTER MATCH SKIP TO CURRENT ROW is supported only with ALL MATCHES", q.skip_span
+            )
+        if q.skip is not None and q.skip[1] is not None and q.skip[1] not in self.names:
+            q.fail(
+                f"AFTER MATCH SKIP {q.skip[0]} {q.skip[1]}: {q.skip[1]} is not a variable of "
+                "the PATTERN",
+                q.skip_span,
+            )
+        return pattern.Strategy.ALL, pattern.Consume.NONE
 
     def _window(self) -> pattern.Window | None:
         q = self.q
@@ -229,7 +253,7 @@ class _Translator:
             return _or(a, b), an or bn
         if isinstance(r, s.Cat):
             return _cat(self._regex(r.left), self._regex(r.right))
-        if not r.greedy:
+        if not r.greedy and not self.skipping:
             self.q.fail(
                 f"reluctant quantifier {r.text} is not supported (the engine cannot prefer "
                 "shorter matches); use the greedy form with ALL MATCHES",

@@ -46,7 +46,8 @@ def text_of(r: oracle.Regex) -> str:
     if quant is None:
         quant = f"{{{lo}}}" if lo == hi else f"{{{lo},{'' if hi is None else hi}}}"
     body = r[1]
-    return (str(body[1]) if body[0] == "var" else f"({text_of(body)})") + quant
+    lazy = "?" if len(r) > 4 and not r[4] else ""
+    return (str(body[1]) if body[0] == "var" else f"({text_of(body)})") + quant + lazy
 
 
 def _group(r: oracle.Regex, ctx: str) -> str:
@@ -214,9 +215,8 @@ def query_text(case: dict[str, Any]) -> str:
         parts.append("ALL MATCHES")
     else:
         parts.append("ONE ROW PER MATCH" if case["rows_per"] == "ONE" else "ALL ROWS PER MATCH")
-        parts.append(
-            f"AFTER MATCH SKIP {'PAST LAST ROW' if case['mode'] != 'NEXT ROW' else 'TO NEXT ROW'}"
-        )
+        skip = {"NEXT ROW": "TO NEXT ROW"}.get(case["mode"], case["mode"])
+        parts.append(f"AFTER MATCH SKIP {skip}")
     parts.append(f"PATTERN ({text_of(case['regex'])})")
     if case["window"] is not None:
         parts.append(f"WITHIN INTERVAL '{case['window']}' SECONDS")
