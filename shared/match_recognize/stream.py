@@ -23,15 +23,37 @@ from cerfleet.complex_event import ComplexEvent, KeyValue
 from cerfleet.evaluation.lag import Lags, unary, without_prev
 from cerfleet.evaluation.partitioning import checked_positions, column_length
 from cerfleet.evaluation.window import clock_of, epsilon_of
+from cerfleet.match_recognize import syntax as s
+from cerfleet.match_recognize.parser import parse
 from cerfleet.match_recognize.selection import Match, PartitionMatcher, Skip
-from cerfleet.match_recognize.translate import compile_text
+from cerfleet.match_recognize.translate import compile_text, lengths
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["RowPatternEvaluator"]
+__all__ = ["RowPatternEvaluator", "needs_selection"]
 
 Key = tuple[KeyValue, ...]
+
+
+def needs_selection(text: str) -> bool:
+    """Whether the query selects matches the engine cannot (a skip mode over a
+    variable-length pattern, a reluctant quantifier, SKIP TO FIRST/LAST v), so that
+    ``RowPatternEvaluator`` runs it; raises ``MatchRecognizeError`` on bad text."""
+    query = parse(text)
+    if query.rows == "MATCHES":
+        return False
+    low, high = lengths(query.regex)
+    skip = None if query.skip is None else query.skip[0]
+    return low != high or skip in ("TO FIRST", "TO LAST") or not _greedy(query.regex)
+
+
+def _greedy(r: s.Regex) -> bool:
+    if isinstance(r, s.Var):
+        return True
+    if isinstance(r, s.Quant):
+        return r.greedy and _greedy(r.body)
+    return _greedy(r.left) and _greedy(r.right)
 
 
 class RowPatternEvaluator:
@@ -62,6 +84,13 @@ class RowPatternEvaluator:
         self.last_clock: dict[Key, float] = {}
         self.position = 0
         self.late = 0
+        # What ``cerfleet.streams`` reads of an evaluator: late rows of the last batch;
+        # no bound on the matches one row may end (a match is never cut).
+        self.last_late = False
+        self.late_rows: list[int] = []
+        self.max_outputs: int | None = None
+        self.truncated = 0
+        self.truncated_ends: list[int] = []
 
     def _cond(self, var: str, row: Mapping[str, Any]) -> bool:
         pred = self.preds.get(var)
@@ -76,6 +105,7 @@ class RowPatternEvaluator:
         if j < self.position:
             raise ValueError(f"position {j} is below the next free position {self.position}")
         self.position = j + 1
+        self.last_late = False
         key = self._key(event)
         if key is None:
             return []
@@ -83,6 +113,7 @@ class RowPatternEvaluator:
         if clock is not None:
             if clock < self.last_clock.get(key, float("-inf")):
                 self.late += 1
+                self.last_late = True
                 return []
             self.last_clock[key] = clock
         row: Mapping[str, Any] = event
@@ -104,7 +135,6 @@ class RowPatternEvaluator:
         for key, matcher in list(self.partitions.items()):
             out += self._complex_events(key, matcher.finish())
             del self.partitions[key]
-        out.sort(key=lambda ce: ce.end)  # stable: a partition's own order kept
         return out
 
     def _complex_events(self, key: Key, found: list[Match]) -> list[ComplexEvent]:
@@ -135,9 +165,12 @@ class RowPatternEvaluator:
             raise ValueError(f"{len(events)} events for columns of length {n}")
         labels = None if positions is None else checked_positions(positions, n, self.position)
         row = RowView(columns).at if events is None else events.__getitem__
+        self.late_rows = []
         out: list[ComplexEvent] = []
         for i in range(n):
             out += self.process(row(i), None if labels is None else int(labels[i]))
+            if self.last_late:
+                self.late_rows.append(i)
         return out
 
     def snapshot(self) -> bytes:

@@ -152,3 +152,20 @@ def test_refused_with_line_and_column(text: str, where: tuple[int, int], message
         RowPatternEvaluator(text)
     assert (caught.value.line, caught.value.column) == where
     assert message in str(caught.value)
+
+
+def test_the_readme_example_runs(capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    import sys
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("**Every skip mode over any pattern") :]
+    start = section.index("```python") + len("```python")
+    code = section[start : section.index("```", start)]
+    events = ticks([10, 11, 13, 16, 12, 20, 25, 15])
+    exec(code, {"text": BULL.format(skip="PAST LAST ROW"), "events": events, "sys": sys})
+    lines = capsysbinary.readouterr().out.splitlines()
+    assert lines == [
+        b'{"id":"X","low":10,"peak":16,"dropped":12,"rises":3}',
+        b'{"id":"X","low":20,"peak":25,"dropped":15,"rises":1}',
+    ]
