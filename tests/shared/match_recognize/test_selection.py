@@ -169,3 +169,31 @@ def test_the_readme_example_runs(capsysbinary: pytest.CaptureFixture[bytes]) -> 
         b'{"id":"X","low":10,"peak":16,"dropped":12,"rises":3}',
         b'{"id":"X","low":20,"peak":25,"dropped":15,"rises":1}',
     ]
+
+
+def test_window_ends_a_greedy_run_and_rows_without_a_clock() -> None:
+    # WITHIN is part of the pattern: B+ stops growing where the window would be
+    # exceeded (C any row after it). A row without an ORDER BY value may sit inside
+    # a match but neither start nor end one.
+    text = """SELECT * FROM T MATCH_RECOGNIZE (
+      ORDER BY ts
+      MEASURES COUNT(B.*) AS bs
+      AFTER MATCH SKIP PAST LAST ROW
+      PATTERN (A B+ C)
+      WITHIN INTERVAL '3' SECONDS
+      DEFINE B AS v > 0
+    )"""
+    times = [0, 1000, None, 2000, 3000, 3500, 9000, 9100, 9200]
+    values = [0, 1, 1, 1, 1, 1, 0, 1, 0]
+    rows = [
+        {"type": "t", "v": v, **({} if t is None else {"ts": t})}
+        for t, v in zip(times, values, strict=True)
+    ]
+    got = run(text, rows)
+    # From row 0: B on rows 1-3 (row 2 has no clock), C on row 4 (3 s after row 0);
+    # row 5 would be 3.5 s. From row 5: B needs v > 0 on row 6 (0): no; from row 6:
+    # A, B (row 7), C (row 8).
+    assert [(pos, objs[0]["bs"]) for _, pos, objs in got] == [
+        ((0, 1, 2, 3, 4), 3),
+        ((6, 7, 8), 1),
+    ]
