@@ -199,7 +199,8 @@ class _Translator:
                 f"{what} lets matches differ in length, which AFTER MATCH SKIP "
                 f"{kind or 'PAST LAST ROW'} (the default) does not support: the standard "
                 "prefers matches (greedy, leftmost alternative) that the engine cannot "
-                "choose exactly; use ALL MATCHES, or a fixed-length pattern",
+                "choose exactly; use ALL MATCHES, a fixed-length pattern, or cerfleet run "
+                "(match_recognize.stream), which selects them",
                 varying.span,
             )
         consume = pattern.Consume.NONE if kind == "TO NEXT ROW" else pattern.Consume.PARTITION
@@ -253,12 +254,8 @@ class _Translator:
             return _or(a, b), an or bn
         if isinstance(r, s.Cat):
             return _cat(self._regex(r.left), self._regex(r.right))
-        if not r.greedy and not self.skipping:
-            self.q.fail(
-                f"reluctant quantifier {r.text} is not supported (the engine cannot prefer "
-                "shorter matches); use the greedy form with ALL MATCHES",
-                r.span,
-            )
+        # A reluctant quantifier matches the same rows as the greedy one; only its
+        # labels differ, which the output stage prefers as the standard does.
         if (r.high is not None and r.high > MAX_REPEAT) or r.low > MAX_REPEAT:
             self.q.fail(f"quantifier {r.text}: at most {MAX_REPEAT} repetitions", r.span)
         if lengths(r.body)[0] == 0:

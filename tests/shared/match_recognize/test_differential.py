@@ -28,7 +28,7 @@ def _regexes() -> st.SearchStrategy[oracle.Regex]:
         return st.one_of(
             st.tuples(st.just("cat"), inner, inner),
             st.tuples(st.just("alt"), inner, inner),
-            st.tuples(inner, bounds).map(lambda t: ("rep", t[0], *t[1])),
+            st.tuples(inner, bounds, st.booleans()).map(lambda t: ("rep", t[0], *t[1], t[2])),
         )
 
     return st.recursive(leaf, extend, max_leaves=4)
@@ -262,6 +262,14 @@ def _nullable_iteration(r: oracle.Regex) -> bool:
     return _nullable_iteration(r[1]) or _nullable_iteration(r[2])
 
 
+def _reluctant(r: oracle.Regex) -> bool:
+    if r[0] == "var":
+        return False
+    if r[0] == "rep":
+        return (len(r) > 4 and not r[4]) or _reluctant(r[1])
+    return _reluctant(r[1]) or _reluctant(r[2])
+
+
 def _sorted(found: list[tuple[tuple[int, ...], list[dict[str, Any]]]]) -> list[Any]:
     return sorted(found, key=lambda f: (f[0][-1], f[0][0]))
 
@@ -339,6 +347,8 @@ def check(case: dict[str, Any]) -> None:
         by_batches = _drop_numbers(by_batches)
     assert _sorted(by_batches) == want, text
     event("some match" if want else "no match")
+    if want and _reluctant(case["regex"]):
+        event("some match, a reluctant quantifier")
     if any(isinstance(fn, oracle.Running) for _, fn in case["defines"].values()):
         event("a DEFINE reading other rows")
     if want and any(isinstance(fn, oracle.Running) for _, fn in case["defines"].values()):
