@@ -18,7 +18,8 @@ The mapping (the README's MATCH_RECOGNIZE section states it for users):
   consumption); ``AFTER MATCH SKIP PAST LAST ROW`` is ``CONSUME BY PARTITION`` and
   ``SKIP TO NEXT ROW`` no consumption, both only for fixed-length patterns, where
   every match from a start row covers the same rows so the standard's preference
-  cannot pick a different row set than the engine's first-ending match.
+  cannot pick a different row set than the engine's first-ending match. The other
+  skip modes and patterns are ``stream``'s (``compile_text(..., skipping=True)``).
 """
 
 from __future__ import annotations
