@@ -97,8 +97,12 @@ class RowPatternEvaluator:
         return pred is None or bool(pred(row))
 
     def _key(self, event: Mapping[str, Any]) -> Key | None:
+        """As the engine keys rows: None (no partition) when a value is missing, null,
+        NaN (a columnar batch's missing number) or not a scalar."""
         key = tuple(event.get(a) for a in self.partition)
-        return None if any(v is None for v in key) else key  # type: ignore[return-value]
+        if any(v is None or not isinstance(v, str | int | float) or v != v for v in key):
+            return None
+        return key
 
     def process(self, event: Mapping[str, Any], position: int | None = None) -> list[ComplexEvent]:
         j = self.position if position is None else operator.index(position)

@@ -197,3 +197,15 @@ def test_window_ends_a_greedy_run_and_rows_without_a_clock() -> None:
         ((0, 1, 2, 3, 4), 3),
         ((6, 7, 8), 1),
     ]
+
+
+def test_rows_without_a_scalar_key_are_in_no_partition() -> None:
+    text = BULL.format(skip="PAST LAST ROW")
+    rows = ticks([10, 11, 13, 16, 12])
+    rows[2:2] = [
+        {"type": "tick", "v": 1},
+        {"type": "tick", "id": ["X"], "v": 1},
+        {"type": "tick", "id": float("nan"), "v": 1},
+        {"type": "tick", "id": None, "v": 1},
+    ]
+    assert [pos for _, pos, _ in run(text, rows)] == [(0, 1, 6, 7, 8)]
