@@ -99,10 +99,13 @@ class RowPatternEvaluator:
     def _key(self, event: Mapping[str, Any]) -> Key | None:
         """As the engine keys rows: None (no partition) when a value is missing, null,
         NaN (a columnar batch's missing number) or not a scalar."""
-        key = tuple(event.get(a) for a in self.partition)
-        if any(v is None or not isinstance(v, str | int | float) or v != v for v in key):
-            return None
-        return key
+        key: list[KeyValue] = []
+        for attr in self.partition:
+            value = event.get(attr)
+            if not isinstance(value, str | int | float) or value != value:
+                return None
+            key.append(value)
+        return tuple(key)
 
     def process(self, event: Mapping[str, Any], position: int | None = None) -> list[ComplexEvent]:
         j = self.position if position is None else operator.index(position)
