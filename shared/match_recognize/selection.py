@@ -119,9 +119,10 @@ class PartitionMatcher:
         threads = self.threads
         if self.best is None and i >= self.next_start and (window is None or time is not None):
             taken = {self._key(q, st) for q, st in threads}
+            threads = list(threads)
             for q in machine.closure[machine.start]:
                 if self._key(q, i) not in taken:
-                    threads = [*threads, (q, i)]
+                    threads.append((q, i))
                     taken.add(self._key(q, i))
         new: list[tuple[int, int]] = []
         seen: set[tuple[int, int] | int] = set()

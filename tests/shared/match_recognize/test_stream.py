@@ -71,11 +71,12 @@ SHAPES: tuple[oracle.Regex, ...] = (
 
 
 @st.composite
-def cases(draw: Any, dense: bool = False) -> dict[str, Any]:
+def cases(draw: Any, dense: bool = False, long: bool = False) -> dict[str, Any]:
     """``dense``: fewer DEFINEs, values in {0, 1} and half the time one of ``SHAPES``, so
     that rows match more often and greedy matches stay open over several rows (what
     makes a match final late)."""
-    regex = draw(st.sampled_from(SHAPES) if dense and draw(st.booleans()) else _regexes())
+    shape = long or (dense and draw(st.booleans()))
+    regex = draw(st.sampled_from(SHAPES) if shape else _regexes())
     used = sorted(set(oracle.variables(regex)))
     defined = st.booleans() if dense else st.integers(0, 3)
     defines = {v: draw(_conditions(v)) for v in used if draw(defined)}
@@ -83,7 +84,7 @@ def cases(draw: Any, dense: bool = False) -> dict[str, Any]:
     mode = draw(st.sampled_from(["PAST LAST ROW", "NEXT ROW", "TO FIRST", "TO LAST"]))
     if mode.startswith("TO "):
         mode = f"{mode} {draw(st.sampled_from(used))}"
-    n = draw(st.integers(0, 12))
+    n = draw(st.integers(15, 30) if long else st.integers(0, 12))
     window = draw(st.sampled_from([None, None, 2, 5]))
     least = -1500 if window is not None and draw(st.booleans()) else 0
     gaps = draw(st.lists(st.integers(least, 3000), min_size=n, max_size=n))
@@ -123,6 +124,18 @@ def test_skip_modes_match_oracle(case: dict[str, Any]) -> None:
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases(dense=True))
 def test_skip_modes_on_dense_matches(case: dict[str, Any]) -> None:
+    check(case)
+
+
+@settings(
+    max_examples=max(1, EXAMPLES // 4),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(cases(dense=True, long=True))
+def test_skip_modes_over_long_inputs(case: dict[str, Any]) -> None:
+    # Long greedy runs, many matches per partition, buffers trimmed and read again
+    # (at most 30 rows: beyond that the oracle's enumeration of parses can take hours).
     check(case)
 
 
