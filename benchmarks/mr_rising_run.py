@@ -4,8 +4,9 @@
     python -m benchmarks.mr_rising_run --events 200000 --runs 5
 
 The query is the issue's: ``PATTERN (A B+) DEFINE B AS B.price > PREV(B.price)`` with
-PARTITION BY the ticker, under ALL MATCHES (variable-length patterns are not accepted
-with the AFTER MATCH SKIP modes yet), MEASURES over the match. PREV is a lagged column
+PARTITION BY the ticker, under ALL MATCHES (the engine's own selection; the AFTER MATCH
+SKIP modes of variable-length patterns run in ``match_recognize.stream``, README),
+MEASURES over the match. PREV is a lagged column
 per partition (``evaluation.lag``), so the DEFINE is a unary predicate. Under ALL
 MATCHES a run of k rises gives k(k+1)/2 matches; the stock data's prices rise about
 every other row, so runs are short and the output stays near the input's size.

@@ -11,9 +11,8 @@ match is judged on the labels chosen so far (the standard's running semantics).
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cerfleet.cea.predicates import Predicate
@@ -21,6 +20,7 @@ from cerfleet.complex_event import ComplexEvent
 from cerfleet.evaluation.lag import is_lag_name
 from cerfleet.evaluation.running import RunningPredicate
 from cerfleet.match_recognize import syntax as s
+from cerfleet.match_recognize.nfa import labels
 
 __all__ = ["MatchWriter", "check_measures", "labels"]
 
@@ -71,105 +71,6 @@ def _check(query: s.Query, e: s.Expr | s.Star, names: set[str]) -> None:
                 query.fail(f"the argument of {e.name} must be a column (v.attr or attr)", e.span)
             else:
                 _check(query, arg, names)
-
-
-# ---------------------------------------------------------------- labelling rows
-
-
-class _Nfa:
-    """The row pattern as an ordered NFA: a state either reads one row for a variable
-    or moves, without reading, to its successors in preference order (alternatives
-    left first; a greedy quantifier's next iteration before leaving). Depth-first
-    search in that order meets the paths in the standard's preferment order.
-    Quantified groups never match zero rows (the compiler rejects them), so there is
-    no cycle that reads nothing."""
-
-    def __init__(self, regex: s.Regex) -> None:
-        self.moves: list[list[int]] = []
-        self.reads: list[tuple[str, int] | None] = []
-        self.final = self._state()
-        self.start = self._build(regex, self.final)
-
-    def _state(self) -> int:
-        self.moves.append([])
-        self.reads.append(None)
-        return len(self.moves) - 1
-
-    def _build(self, r: s.Regex, nxt: int) -> int:
-        if isinstance(r, s.Var):
-            q = self._state()
-            self.reads[q] = (r.name, nxt)
-            return q
-        if isinstance(r, s.Cat):
-            return self._build(r.left, self._build(r.right, nxt))
-        if isinstance(r, s.Alt):
-            q = self._state()
-            self.moves[q] = [self._build(r.left, nxt), self._build(r.right, nxt)]
-            return q
-        tail = nxt
-        if r.high is None:
-            tail = self._state()
-            self.moves[tail] = [self._build(r.body, tail), nxt]
-        else:
-            # X{0,k} as (X (X ...)?)?: each level one more iteration, or leave.
-            for _ in range(r.high - r.low):
-                q = self._state()
-                self.moves[q] = [self._build(r.body, tail), nxt]
-                tail = q
-        for _ in range(r.low):
-            tail = self._build(r.body, tail)
-        return tail
-
-
-# Built once per row pattern (a writer labels every match with the same one).
-_nfa = functools.lru_cache(maxsize=64)(_Nfa)
-
-# A DEFINE as the labelling sees it: the variable, the row's index and the labels of
-# the rows before it.
-Cond = Callable[[str, int, Sequence[str]], bool]
-
-
-def labels(
-    regex: s.Regex, rows: Sequence[Row], cond: Cond, *, running: bool = False
-) -> tuple[str, ...]:
-    """The variable of each row under the preferred match covering exactly ``rows``:
-    the first path of ``_Nfa``'s depth-first search that reads every row. Without
-    ``running`` conditions (conditions reading the labels before the row), a state and
-    row already searched without success fail again (the rest of a path does not
-    depend on how it got there), so the search takes O(states × rows) steps; with them
-    it may try every labelling of the match's rows."""
-    nfa = _nfa(regex)
-    n = len(rows)
-    dead: set[tuple[int, int]] = set()
-    stack: list[list[int]] = [[nfa.start, 0, 0]]  # state, row, next choice
-    read: list[str | None] = []  # per frame above the first: the variable it read
-    while stack:
-        frame = stack[-1]
-        q, i, k = frame
-        if q == nfa.final and i == n:
-            return tuple(name for name in read if name is not None)
-        step = nfa.reads[q]
-        choices: list[tuple[int, int, str | None]]
-        if step is not None:
-            # Only running conditions read the labels before the row (a copy per step).
-            before = [x for x in read if x is not None] if running else ()
-            ok = i < n and cond(step[0], i, before)
-            choices = [(step[1], i + 1, step[0])] if ok else []
-        else:
-            choices = [(t, i, None) for t in nfa.moves[q]]
-        if k < len(choices):
-            frame[2] += 1
-            target, j, name = choices[k]
-            if (target, j) not in dead:
-                stack.append([target, j, 0])
-                read.append(name)
-            continue
-        if not running:
-            dead.add((q, i))
-        stack.pop()
-        if read:
-            read.pop()
-    raise AssertionError("a complex event the row pattern does not match")
 
 
 # ---------------------------------------------------------------- measures

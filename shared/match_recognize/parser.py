@@ -178,16 +178,16 @@ class _ToSyntax(Transformer[Token, s.Query]):
 
     def exactly(self, meta: Meta, c: list[Any]) -> s.Quant:
         n = int(c[1])
-        return s.Quant(c[0], n, n, True, f"{{{n}}}", _span(meta))
+        return s.Quant(c[0], n, n, _greedy(c[2]), f"{{{n}}}" + (c[2] or ""), _span(meta))
 
     def bounded(self, meta: Meta, c: list[Any]) -> s.Quant:
-        body, low, high = c
+        body, low, high, lazy = c
         lo = 0 if low is None else int(low)
         hi = None if high is None else int(high)
         text = f"{{{'' if low is None else lo},{'' if hi is None else hi}}}"
         if hi is not None and hi < lo:
             raise _Fail(f"quantifier {text}: the maximum is below the minimum", _span(meta))
-        return s.Quant(body, lo, hi, True, text, _span(meta))
+        return s.Quant(body, lo, hi, _greedy(lazy), text + (lazy or ""), _span(meta))
 
     def within(self, meta: Meta, c: list[Any]) -> tuple[tuple[int, str], Span | None]:
         amount, unit = c
@@ -308,3 +308,13 @@ def parse(text: str) -> s.Query:
         if isinstance(err.orig_exc, _Fail):
             raise s.error(text, err.orig_exc.message, err.orig_exc.span) from None
         raise
+
+
+def _greedy(lazy: Token | None) -> bool:
+    """``{n,m}`` is greedy, ``{n,m}?`` reluctant; any other quantifier after the braces
+    is an error."""
+    if lazy is None:
+        return True
+    if str(lazy) != "?":
+        raise _Fail("expected '?' (a reluctant quantifier) or nothing after '}'", _tspan(lazy))
+    return False

@@ -18,7 +18,8 @@ The mapping (the README's MATCH_RECOGNIZE section states it for users):
   consumption); ``AFTER MATCH SKIP PAST LAST ROW`` is ``CONSUME BY PARTITION`` and
   ``SKIP TO NEXT ROW`` no consumption, both only for fixed-length patterns, where
   every match from a start row covers the same rows so the standard's preference
-  cannot pick a different row set than the engine's first-ending match.
+  cannot pick a different row set than the engine's first-ending match. The other
+  skip modes and patterns are ``stream``'s (``compile_text(..., skipping=True)``).
 """
 
 from __future__ import annotations
@@ -46,20 +47,25 @@ def parse_and_check(text: str) -> pattern.Pattern:
     return compile_text(text)[1]
 
 
-def compile_text(text: str) -> tuple[s.Query, pattern.Pattern, _Translator]:
+def compile_text(
+    text: str, *, skipping: bool = False
+) -> tuple[s.Query, pattern.Pattern, _Translator]:
     """The syntax tree, the pattern form, and the translator holding each variable's
     DEFINE split into its unary part and its running part (the output stage needs
-    them)."""
+    them). ``skipping``: for the standard's match selection (``stream``), which takes
+    every AFTER MATCH SKIP mode and reluctant quantifiers over any pattern; the form's
+    options then say nothing of the selection."""
     query = parse(text)
-    translator = _Translator(query)
+    translator = _Translator(query, skipping)
     form = translator.translate()
     return query, form, translator
 
 
-def writer(text: str) -> MatchWriter:
+def writer(text: str, *, skipping: bool = False) -> MatchWriter:
     """The writer of ``languages.WRITERS``: the query's own output stage, judging rows
-    with the very predicates the engine evaluates."""
-    query, _, t = compile_text(text)
+    with the very predicates the engine evaluates (``skipping``: of a query
+    ``stream.RowPatternEvaluator`` runs)."""
+    query, _, t = compile_text(text, skipping=skipping)
     return MatchWriter(
         query,
         {v: compile_predicate(unary(p)) for v, p in t.defines.items()},
@@ -105,8 +111,9 @@ def _variable_length(regex: s.Regex) -> s.Regex | None:
 
 
 class _Translator:
-    def __init__(self, query: s.Query) -> None:
+    def __init__(self, query: s.Query, skipping: bool = False) -> None:
         self.q = query
+        self.skipping = skipping
         self.names = {v.name for v in variables(query.regex)}
         self.defines: dict[str, pattern.Pred] = {}  # the unary part of each DEFINE
         self.running: dict[str, pattern.Pred] = {}  # the part reading other rows
@@ -166,6 +173,8 @@ class _Translator:
     def _selection(self) -> tuple[pattern.Strategy, pattern.Consume]:
         q = self.q
         kind = None if q.skip is None else q.skip[0]
+        if self.skipping:
+            return self._skipping()
         if kind in ("TO FIRST", "TO LAST"):
             q.fail(
                 f"AFTER MATCH SKIP {kind} <variable> is not supported "
@@ -191,11 +200,28 @@ class _Translator:
                 f"{what} lets matches differ in length, which AFTER MATCH SKIP "
                 f"{kind or 'PAST LAST ROW'} (the default) does not support: the standard "
                 "prefers matches (greedy, leftmost alternative) that the engine cannot "
-                "choose exactly; use ALL MATCHES, or a fixed-length pattern",
+                "choose exactly; use ALL MATCHES, a fixed-length pattern, or cerfleet run "
+                "(match_recognize.stream), which selects them",
                 varying.span,
             )
         consume = pattern.Consume.NONE if kind == "TO NEXT ROW" else pattern.Consume.PARTITION
         return pattern.Strategy.ALL, consume
+
+    def _skipping(self) -> tuple[pattern.Strategy, pattern.Consume]:
+        q = self.q
+        if q.rows == "MATCHES":
+            q.fail("ALL MATCHES selects no match: it is not a skip mode", q.rows_span)
+        if q.skip is not None and q.skip[0] == "TO CURRENT ROW":
+            q.fail(
+                "AFTER MATCH SKIP TO CURRENT ROW is supported only with ALL MATCHES", q.skip_span
+            )
+        if q.skip is not None and q.skip[1] is not None and q.skip[1] not in self.names:
+            q.fail(
+                f"AFTER MATCH SKIP {q.skip[0]} {q.skip[1]}: {q.skip[1]} is not a variable of "
+                "the PATTERN",
+                q.skip_span,
+            )
+        return pattern.Strategy.ALL, pattern.Consume.NONE
 
     def _window(self) -> pattern.Window | None:
         q = self.q
@@ -229,12 +255,8 @@ class _Translator:
             return _or(a, b), an or bn
         if isinstance(r, s.Cat):
             return _cat(self._regex(r.left), self._regex(r.right))
-        if not r.greedy:
-            self.q.fail(
-                f"reluctant quantifier {r.text} is not supported (the engine cannot prefer "
-                "shorter matches); use the greedy form with ALL MATCHES",
-                r.span,
-            )
+        # A reluctant quantifier matches the same rows as the greedy one; only its
+        # labels differ, which the output stage prefers as the standard does.
         if (r.high is not None and r.high > MAX_REPEAT) or r.low > MAX_REPEAT:
             self.q.fail(f"quantifier {r.text}: at most {MAX_REPEAT} repetitions", r.span)
         if lengths(r.body)[0] == 0:

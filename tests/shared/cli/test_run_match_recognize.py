@@ -52,10 +52,35 @@ def test_run_reports_errors_with_line_and_column(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     query, events = _files(tmp_path)
-    Path(query).write_text(QUERY.replace("(A B)", "(A B+)"), encoding="utf-8")
+    # A skip mode over a variable-length pattern runs (below), but not with a DEFINE
+    # reading another row of the match.
+    text = QUERY.replace("(A B)", "(A B+)").replace("price < 10", "price < A.price")
+    Path(query).write_text(text, encoding="utf-8")
     assert main(["run", query, events]) == 2
     err = capsys.readouterr().err
-    assert "line 5, column 15: quantifier + lets matches differ in length" in err
+    assert "line 6, column 29: DEFINE B reads other rows of the match" in err
+
+
+def test_run_skips_over_variable_length_patterns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The greedy B+ takes every falling price; X's match is final only when its
+    # run below 10 stops (the 15), Y's at the end of the input.
+    query, events = _files(tmp_path)
+    Path(query).write_text(QUERY.replace("(A B)", "(A B+)"), encoding="utf-8")
+    rows = [("X", 12), ("X", 5), ("Y", 11), ("X", 4), ("X", 3), ("X", 15), ("Y", 3)]
+    lines = [json.dumps({"type": "tick", "sym": s, "price": p}) for s, p in rows]
+    lines.insert(3, "{not json")
+    Path(events).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["run", query, events]) == 0
+    captured = capsys.readouterr()
+    assert [json.loads(line) for line in captured.out.splitlines()] == [
+        {"sym": "X", "high": 12, "low": 3, "k": 1},
+        {"sym": "Y", "high": 11, "low": 3, "k": 1},
+    ]
+    err = captured.err.splitlines()
+    assert err[-1] == "7 events, 2 complex events, 1 malformed lines skipped"
+    assert ":4:" in err[0]  # the malformed line, reported
 
 
 def test_unknown_language(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,18 +2,20 @@
 
 It shares nothing with the front-end or the engine. Patterns are nested tuples
 (``("var", "A")``, ``("cat", l, r)``, ``("alt", l, r)``, ``("rep", body, lo, hi)``,
-hi None for unbounded); DEFINE conditions are Python functions of the partition's
-rows and a row's index (PREV reads the rows before it), or ``Running`` ones that also
+hi None for unbounded; ``("rep", body, lo, hi, False)``: reluctant); DEFINE conditions
+are Python functions of the partition's rows and a row's index (PREV reads the rows
+before it), or ``Running`` ones that also
 see the match so far (the standard's running semantics: a condition on row r sees the
 rows matched up to r and the variables they were matched to).
 
 Which rows a pattern matches is decided by Python's own regular expressions over
 a string with one character per row: variable v is the class of the characters of
 the rows its condition holds on. Python's backtracking tries alternatives left
-first and greedy quantifiers longest first, which is the standard's preferment,
-so ``re.match`` from a start row is the standard's preferred match from that row
-(SQL:2016 AFTER MATCH SKIP). The preferred *labels* of a match (which row is
-which variable) are the first parse, in preferment order, of an explicit
+first, greedy quantifiers longest first and reluctant ones (``*?``) shortest first,
+which is the standard's preferment, so ``re.match`` from a start row is the
+standard's preferred match from that row (SQL:2016 AFTER MATCH SKIP). The
+preferred *labels* of a match (which row is which variable) are the first parse, in
+preferment order, of an explicit
 enumeration of all parses (``_parses``), an iteration that matches no row being
 no iteration.
 
@@ -22,14 +24,18 @@ Semantics implemented (per partition, rows in arrival order):
 * ``MATCHES`` (Esper's ALL MATCHES): every interval of rows [s, e] the pattern
   matches exactly, each once, with the preferred labels among its parses;
 * ``PAST LAST ROW``: from s = 0: the preferred match from s if any (then s = e + 1),
-  else s + 1; ``NEXT ROW``: the same but s + 1 after a match too;
+  else s + 1; ``NEXT ROW``: the same but s + 1 after a match too; ``TO FIRST v`` /
+  ``TO LAST v``: s = the first / last row the match's preferred labels bind to v,
+  unless v has no row or that row is the match's first (the standard's error, which
+  the engine answers by resuming at s + 1, as TO NEXT ROW);
 * with ``Running`` conditions a row's class depends on the match so far, so the
   preferred match from s is instead the first of the explicit enumeration of parses
   (``_parses``, in preferment order) and ALL MATCHES every interval some parse covers;
 * WITHIN: late rows (time below one already kept in the partition) are dropped
   first; a match is kept only if ``t(e) - t(s) <= window`` (the bound is
-  inclusive, as the engine's WITHIN), for PAST LAST ROW / NEXT ROW as a condition
-  on the match from s (sound for the fixed-length patterns they are used with).
+  inclusive, as the engine's WITHIN); under a skip mode the window is part of the
+  pattern: the preferred match from s among those within it (``re.match`` with
+  ``endpos`` at the last row within the window).
 """
 
 from __future__ import annotations
@@ -88,7 +94,12 @@ def _python_re(r: Regex, classes: Mapping[str, str]) -> str:
     if r[0] == "alt":
         return f"(?:{_python_re(r[1], classes)}|{_python_re(r[2], classes)})"
     hi = "" if r[3] is None else str(r[3])
-    return f"(?:{_python_re(r[1], classes)}){{{r[2]},{hi}}}"
+    lazy = "" if _greedy(r) else "?"
+    return f"(?:{_python_re(r[1], classes)}){{{r[2]},{hi}}}{lazy}"
+
+
+def _greedy(r: Regex) -> bool:
+    return len(r) < 5 or bool(r[4])
 
 
 def _parses(
@@ -116,14 +127,13 @@ def _parses(
 
 
 def _iterations(r: Regex, ok: Ok, i: int, n: int, done: int, s: int, before: str) -> list:
-    out: list[tuple[int, str]] = []
+    more: list[tuple[int, str]] = []
     if r[3] is None or done < r[3]:
         for j, x in _parses(r[1], ok, i, n, s, before):
             if j > i:
-                out += [(k, x + y) for k, y in _iterations(r, ok, j, n, done + 1, s, before + x)]
-    if done >= r[2]:
-        out.append((i, ""))
-    return out
+                more += [(k, x + y) for k, y in _iterations(r, ok, j, n, done + 1, s, before + x)]
+    stop = [(i, "")] if done >= r[2] else []
+    return more + stop if _greedy(r) else stop + more
 
 
 def evaluate(
@@ -205,13 +215,45 @@ def _intervals(
     out = []
     s = 0
     while s < n:
-        m = compiled.match(text, s)
-        if m is not None and m.end() > s and in_window(s, m.end() - 1):
+        m = compiled.match(text, s, _window_end(sub, s, window))
+        if m is not None and m.end() > s:
             out.append((s, m.end() - 1))
-            s = m.end() if mode == "PAST LAST ROW" else s + 1
+            s = _resume(regex, defines, sub, mode, s, m.end() - 1)
         else:
             s += 1
     return out
+
+
+def _window_end(sub: Sequence[Row], s: int, window: tuple[str, float] | None) -> int:
+    """One past the last row a match starting at s may end on (rows in time order)."""
+    e = len(sub)
+    if window is not None:
+        while sub[e - 1][window[0]] - sub[s][window[0]] > window[1]:
+            e -= 1
+    return e
+
+
+def _resume(
+    regex: Regex,
+    defines: Mapping[str, Cond | Running],
+    sub: Sequence[Row],
+    mode: str,
+    s: int,
+    e: int,
+) -> int:
+    """The next start row after the match [s, e] under skip ``mode``."""
+    if mode == "PAST LAST ROW":
+        return e + 1
+    if mode == "NEXT ROW":
+        return s + 1
+    kind, var = mode.rsplit(" ", 1)
+    ok = _ok(defines, sub)
+    labels = next(lab for end, lab in _parses(regex, ok, s, e + 1) if end == e + 1)
+    bound = [k for k, v in enumerate(labels) if v == var]
+    if not bound:
+        return s + 1
+    target = s + (bound[0] if kind == "TO FIRST" else bound[-1])
+    return target if target > s else s + 1
 
 
 def _parsed_intervals(
@@ -240,10 +282,13 @@ def _parsed_intervals(
     out = []
     s = 0
     while s < n:
-        first = next((end for end, _ in _parses(regex, ok, s, n) if end > s), None)
-        if first is not None and in_window(s, first - 1):
+        first = next(
+            (end for end, _ in _parses(regex, ok, s, n) if end > s and in_window(s, end - 1)),
+            None,
+        )
+        if first is not None:
             out.append((s, first - 1))
-            s = first if mode == "PAST LAST ROW" else s + 1
+            s = _resume(regex, defines, sub, mode, s, first - 1)
         else:
             s += 1
     return out

@@ -28,7 +28,7 @@ def _regexes() -> st.SearchStrategy[oracle.Regex]:
         return st.one_of(
             st.tuples(st.just("cat"), inner, inner),
             st.tuples(st.just("alt"), inner, inner),
-            st.tuples(inner, bounds).map(lambda t: ("rep", t[0], *t[1])),
+            st.tuples(inner, bounds, st.booleans()).map(lambda t: ("rep", t[0], *t[1], t[2])),
         )
 
     return st.recursive(leaf, extend, max_leaves=4)
@@ -46,7 +46,8 @@ def text_of(r: oracle.Regex) -> str:
     if quant is None:
         quant = f"{{{lo}}}" if lo == hi else f"{{{lo},{'' if hi is None else hi}}}"
     body = r[1]
-    return (str(body[1]) if body[0] == "var" else f"({text_of(body)})") + quant
+    lazy = "?" if len(r) > 4 and not r[4] else ""
+    return (str(body[1]) if body[0] == "var" else f"({text_of(body)})") + quant + lazy
 
 
 def _group(r: oracle.Regex, ctx: str) -> str:
@@ -214,9 +215,8 @@ def query_text(case: dict[str, Any]) -> str:
         parts.append("ALL MATCHES")
     else:
         parts.append("ONE ROW PER MATCH" if case["rows_per"] == "ONE" else "ALL ROWS PER MATCH")
-        parts.append(
-            f"AFTER MATCH SKIP {'PAST LAST ROW' if case['mode'] != 'NEXT ROW' else 'TO NEXT ROW'}"
-        )
+        skip = {"NEXT ROW": "TO NEXT ROW"}.get(case["mode"], case["mode"])
+        parts.append(f"AFTER MATCH SKIP {skip}")
     parts.append(f"PATTERN ({text_of(case['regex'])})")
     if case["window"] is not None:
         parts.append(f"WITHIN INTERVAL '{case['window']}' SECONDS")
@@ -260,6 +260,14 @@ def _nullable_iteration(r: oracle.Regex) -> bool:
     if r[0] == "rep":
         return oracle.span(r[1])[0] == 0 or _nullable_iteration(r[1])
     return _nullable_iteration(r[1]) or _nullable_iteration(r[2])
+
+
+def _reluctant(r: oracle.Regex) -> bool:
+    if r[0] == "var":
+        return False
+    if r[0] == "rep":
+        return (len(r) > 4 and not r[4]) or _reluctant(r[1])
+    return _reluctant(r[1]) or _reluctant(r[2])
 
 
 def _sorted(found: list[tuple[tuple[int, ...], list[dict[str, Any]]]]) -> list[Any]:
@@ -339,6 +347,8 @@ def check(case: dict[str, Any]) -> None:
         by_batches = _drop_numbers(by_batches)
     assert _sorted(by_batches) == want, text
     event("some match" if want else "no match")
+    if want and _reluctant(case["regex"]):
+        event("some match, a reluctant quantifier")
     if any(isinstance(fn, oracle.Running) for _, fn in case["defines"].values()):
         event("a DEFINE reading other rows")
     if want and any(isinstance(fn, oracle.Running) for _, fn in case["defines"].values()):

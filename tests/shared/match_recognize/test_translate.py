@@ -85,7 +85,7 @@ def _error(text: str) -> MatchRecognizeError:
     [
         ("", "A B+ C", "", 2, 15, "quantifier + lets matches differ in length"),
         ("AFTER MATCH SKIP TO NEXT ROW", "A (B | C D)", "", 2, 15, "'|' lets matches"),
-        ("ALL MATCHES", "A+? B", "", 2, 13, "reluctant quantifier +?"),
+        ("ALL MATCHES", "A+? B", "DEFINE A AS x > NEXT(x)", 3, 19, "NEXT"),
         ("ALL MATCHES", "A* B?", "", 2, 12, "matches zero rows"),
         ("AFTER MATCH SKIP TO FIRST B", "A B", "", 1, 34, "SKIP TO FIRST"),
         ("ALL MATCHES AFTER MATCH SKIP PAST LAST ROW", "A B", "", 1, 46, "ALL MATCHES with"),
