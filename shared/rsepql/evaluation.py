@@ -91,13 +91,7 @@ class Evaluator:
             name: compile_graph_match(bep_pred(query, name), compile_predicate)
             for name in set(query.chain)
         }
-        if query.select is None:
-            names: list[str] = []
-            for name in query.chain:
-                names.extend(sorted(query.events[name].variables() - set(names)))
-            self.select: tuple[str, ...] = tuple(names)
-        else:
-            self.select = query.select
+        self.select: tuple[str, ...] = query.selected()
         # Per BEP, per instant: its solutions with the occurrences each matched; and
         # the instants where it has any (increasing), so that an evaluation visits
         # the matches its windows hold rather than every instant read.

@@ -32,13 +32,7 @@ class Rows:
         self.matches = [
             compile_graph_match(bep_pred(query, name), compile_predicate) for name in query.chain
         ]
-        if query.select is None:
-            names: list[str] = []
-            for name in query.chain:
-                names.extend(sorted(query.events[name].variables() - set(names)))
-            self.select: tuple[str, ...] = tuple(names)
-        else:
-            self.select = query.select
+        self.select: tuple[str, ...] = query.selected()
 
     def rows(
         self, positions: Sequence[int], instants: Sequence[Mapping[str, Any]]

@@ -108,6 +108,16 @@ class Query:
     consuming: bool = False
     consuming_span: Span | None = field(default=None, compare=False)
 
+    def selected(self) -> tuple[str, ...]:
+        """The variables a result row holds: SELECT's, or for ``SELECT *`` each BEP's
+        variables in chain order (sorted within a BEP), once each."""
+        if self.select is not None:
+            return self.select
+        names: list[str] = []
+        for name in self.chain:
+            names.extend(sorted(self.events[name].variables() - set(names)))
+        return tuple(names)
+
     def stream_of(self, event: str) -> str:
         return self.windows[self.events[event].window].stream
 
