@@ -10,7 +10,7 @@ it lets through are in clock order per declared key, so no substream sees one la
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cerfleet.evaluation.partitioning import partition_groups
@@ -71,12 +71,12 @@ class DeclaredLateness:
 
     def split(
         self,
-        groups: list[tuple[Key, np.ndarray]],
+        groups: Sequence[tuple[Key, np.ndarray]],
         columns: Mapping[str, np.ndarray],
         clocks: np.ndarray,
         n: int,
         row: Callable[[int], Mapping[str, Any]],
-    ) -> tuple[list[tuple[Key, np.ndarray]], list[int], int]:
+    ) -> tuple[Sequence[tuple[Key, np.ndarray]], list[int], int]:
         """The batch's substream groups without their late rows, the late rows, and how
         many of those are in no group (late in their declared partition, but lacking a
         key made from an equality)."""

@@ -66,7 +66,7 @@ class Evaluator(SubstreamEvaluator):
                 else:
                     new[unmarked_to] = ul  # handed over: each list is consumed once per event
         self.active = new
-        self.after_event()
+        self.after_event(made)
         if clock is None:
             return []
         is_final = self.dcea.is_final

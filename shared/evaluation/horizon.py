@@ -33,15 +33,21 @@ dropped (and counted in ``late``) instead of opening or extending their key.
 milliseconds; attribute windows their attribute's unit). ``QueryEvaluator.horizon =
 None`` restores pure per-key lateness with unbounded memory.
 
-Keys are visited in the order they last had an event (``touched``), oldest first,
-and a sweep stops at the first key still alive: O(1) amortised per event. A key
-whose clock is ahead of the others delays the sweep of the keys behind it only
-until the floor passes it.
+Keys are visited in the order they had events (``touched``), oldest first, and a
+sweep stops at the first key still alive: O(1) amortised per event. A key whose
+clock is ahead of the others delays the sweep of the keys behind it only until the
+floor passes it.
+
+``touched`` is a queue of keys, each with its latest clock when touched, not an
+ordered set: an ``OrderedDict`` entry cost about 210 bytes per live key, a queue slot
+8 (the clock object is the substream's own). A key touched again leaves its older
+entries behind; the sweep knows one for stale by its clock, below the key's latest,
+and drops it. Entries of evicted keys go the same way (their key is no substream).
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import deque
 from typing import TYPE_CHECKING, Any, Protocol
 
 from cerfleet.evaluation.evicted import EvictedClocks
@@ -65,7 +71,7 @@ class _Owner(Protocol):
 class Horizon:
     """The newest clock seen and the live keys in the order of their last event."""
 
-    __slots__ = ("drops_live", "epsilon", "lateness", "newest", "touched")
+    __slots__ = ("drops_live", "epsilon", "lateness", "newest", "touched", "touched_at")
 
     def __init__(
         self, epsilon: float, lateness: float = DEFAULT_LATENESS, *, drops_live: bool = True
@@ -76,7 +82,9 @@ class Horizon:
         self.lateness = lateness
         self.drops_live = drops_live  # whether dead-but-not-idle substreams may go
         self.newest = float("-inf")
-        self.touched: OrderedDict[Key, None] = OrderedDict()
+        # Keys in the order they were touched, and their latest clock then.
+        self.touched: deque[Key] = deque()
+        self.touched_at: deque[float] = deque()
 
     def behind(self, clock: float) -> bool:
         """Whether an event at ``clock`` is late for every key."""
@@ -95,17 +103,11 @@ class Horizon:
         with np.errstate(invalid="ignore"):
             return np.asarray(clocks < before[:-1] - self.lateness) & keyed
 
-    def touch(self, key: Key) -> None:
-        if not self.drops_live:
-            return
-        touched = self.touched
-        if key in touched:
-            touched.move_to_end(key)
-        else:
-            touched[key] = None
-
-    def forget(self, key: Key) -> None:
-        self.touched.pop(key, None)
+    def touch(self, key: Key, clock: float) -> None:
+        """The key had events and is live; ``clock``: its latest clock now."""
+        if self.drops_live:
+            self.touched.append(key)
+            self.touched_at.append(clock)
 
     def sweep(self, owner: _Owner) -> None:
         """Drop the keys no later event can revive and the evicted clocks below the floor."""
@@ -113,15 +115,17 @@ class Horizon:
         if floor == float("-inf"):
             return
         dead_below = floor - self.epsilon
-        touched, substreams = self.touched, owner.substreams
+        touched, touched_at, substreams = self.touched, self.touched_at, owner.substreams
         while touched:
-            key = next(iter(touched))
-            sub = substreams.get(key)
-            if sub is not None and not sub.last_clock < dead_below:
+            sub = substreams.get(touched[0])
+            alive = sub is not None and not sub.last_clock < dead_below
+            # An alive key's entry below its latest clock is stale: it was touched since.
+            if alive and not touched_at[0] < sub.last_clock:  # type: ignore[union-attr]
                 break
-            touched.popitem(last=False)
+            key = touched.popleft()
+            touched_at.popleft()
             # No clock yet: nothing says its runs are dead; touched again by its next event.
-            if sub is not None and sub.last_clock != float("-inf"):
+            if sub is not None and not alive and sub.last_clock != float("-inf"):
                 del substreams[key]
         owner.evicted.expire(floor, self.lateness)
 
@@ -129,4 +133,6 @@ class Horizon:
         """After a snapshot restore: the newest clock it held; live keys in any order
         (the order only decides when keys are swept, never an output)."""
         self.newest = newest
-        self.touched = OrderedDict.fromkeys(owner.substreams if self.drops_live else ())
+        subs = owner.substreams if self.drops_live else {}
+        self.touched = deque(subs)
+        self.touched_at = deque(sub.last_clock for sub in subs.values())

@@ -150,7 +150,7 @@ class MaxEvaluator(SubstreamEvaluator):
                 add(marked_to, [extend(merge(ul, made), j, event)])
             add(unmarked_to, ul)
         self.active = new
-        self.after_event()
+        self.after_event(made)
         if clock is None:
             return []
         accepting = self.max_cea.accepting

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias, overload
 
 from cerfleet.cea.vector_predicates import Columns
 
@@ -13,9 +13,58 @@ else:
     from cerfleet.lazy_numpy import np
 
 
-def partition_groups(
-    attrs: tuple[str, ...], cols: Columns, n: int
-) -> list[tuple[tuple[Any, ...], np.ndarray]] | None:
+Group: TypeAlias = "tuple[tuple[Any, ...], np.ndarray]"  # a key and its rows
+
+
+class Groups(Sequence[Group]):
+    """A batch's partition groups, each ``(key, row indexes)`` made when read: with one
+    key per row (a many-key ``PARTITION BY``), holding them all at once cost a tuple, a
+    key tuple and an index array per row of the batch, the largest passing peak of a
+    batch."""
+
+    __slots__ = ("_bounds", "_groups", "_keys", "_radices", "_sorted_rows", "_values")
+
+    def __init__(
+        self,
+        keys: np.ndarray,
+        first: np.ndarray,
+        sorted_rows: np.ndarray,
+        bounds: np.ndarray,
+        values: list[list[Any]],
+    ) -> None:
+        self._keys = keys.tolist()
+        self._groups = np.argsort(first, kind="stable").tolist()  # by first appearance
+        self._sorted_rows = sorted_rows
+        self._bounds = bounds.tolist()
+        self._values = values[::-1]
+        self._radices = [len(v) for v in self._values]
+
+    def __len__(self) -> int:
+        return len(self._groups)
+
+    @overload
+    def __getitem__(self, i: int) -> Group: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Group]: ...
+
+    def __getitem__(self, i: int | slice) -> Group | Sequence[Group]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        g = self._groups[i]
+        c = self._keys[g]
+        key: list[Any] = []
+        for radix, uniques in zip(self._radices, self._values, strict=True):
+            c, k = divmod(c, radix)
+            key.append(uniques[k])
+        key.reverse()
+        return tuple(key), self._sorted_rows[self._bounds[g] : self._bounds[g + 1]]
+
+    def __iter__(self) -> Iterator[Group]:
+        return map(self.__getitem__, range(len(self._groups)))
+
+
+def partition_groups(attrs: tuple[str, ...], cols: Columns, n: int) -> Sequence[Group] | None:
     """The batch's rows grouped by PARTITION BY key, in order of first appearance, each
     with its row indexes in order; rows with a missing (NaN) key attribute are in no
     group. ``[((), all rows)]`` without PARTITION BY; None when a key column is neither
@@ -42,16 +91,8 @@ def partition_groups(
     keys, first, group = np.unique(code[rows], return_index=True, return_inverse=True)
     order = np.argsort(group.reshape(-1), kind="stable")
     bounds = np.searchsorted(group.reshape(-1)[order], np.arange(len(keys) + 1))
-    radices = [len(v) for v in values]
-    out = []
-    for g in np.argsort(first, kind="stable").tolist():  # first appearance in the batch
-        c = int(keys[g])
-        key: list[Any] = []
-        for radix, uniques in zip(reversed(radices), reversed(values), strict=True):
-            c, k = divmod(c, radix)
-            key.append(uniques[k])
-        out.append((tuple(reversed(key)), rows[order[bounds[g] : bounds[g + 1]]]))
-    return out
+    # Each group's rows are a slice of the rows sorted by group (a view, not a copy).
+    return Groups(keys, first, rows[order], bounds, values)
 
 
 def column_length(cols: Mapping[str, np.ndarray]) -> int:

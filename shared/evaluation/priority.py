@@ -94,7 +94,7 @@ class PriorityEvaluator(SubstreamEvaluator):
             if moved or (g == empty_group and not marking):
                 new_groups.append(list(moved.items()))
         self.groups = new_groups
-        self.after_event()
+        self.after_event(made)
         if clock is None:
             return []
         is_final = self.dcea.is_final

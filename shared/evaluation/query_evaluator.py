@@ -315,11 +315,9 @@ class QueryEvaluator:
         horizon = self.horizon
         if not self.query.keyed or not sub.idle:
             if horizon is not None:
-                horizon.touch(key)
+                horizon.touch(key, sub.last_clock)
             return
-        del self.substreams[key]
-        if horizon is not None:
-            horizon.forget(key)
+        del self.substreams[key]  # its entries in the horizon's queue go in its sweep
         if self.query.clock is not None and sub.last_clock != float("-inf"):
             self.evicted[key] = sub.last_clock
 

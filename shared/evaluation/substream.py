@@ -37,11 +37,17 @@ class SubstreamEvaluator:
         self.last_clock = float("-inf")  # latest clock seen: later events may not go back
         self.epoch = 0  # the query's CONSUME BY ANY epoch this substream last restarted in
         # Reclaiming only matters with a window; without one every node stays reachable.
-        self.reclaimer: Reclaimer | None = Reclaimer() if epsilon != float("inf") else None
+        # Made with the substream's first union node: most keys under many-key PARTITION
+        # BY never make one, and a queue cost each about 100 bytes.
+        self.reclaimer: Reclaimer | None = None
 
     @property
     def made(self) -> list[Node] | None:
-        return None if self.reclaimer is None else self.reclaimer.made
+        """Where this event's new union nodes go (None: nowhere, there is no window);
+        hand it to ``after_event``."""
+        if self.reclaimer is not None:
+            return self.reclaimer.made
+        return None if self.epsilon == float("inf") else []
 
     def tick(self, clock: float | None) -> None:
         """Move the window to the event's clock (None: the event has no clock)."""
@@ -49,9 +55,14 @@ class SubstreamEvaluator:
             self.tau = clock - self.epsilon
             self.last_clock = clock
 
-    def after_event(self) -> None:
-        if self.reclaimer is not None:
-            self.reclaimer.maybe_sweep(self.tau)
+    def after_event(self, made: list[Node] | None) -> None:
+        reclaimer = self.reclaimer
+        if reclaimer is None:
+            if not made:
+                return  # no union node yet: nothing to reclaim
+            reclaimer = self.reclaimer = Reclaimer()
+            reclaimer.made = made  # swept when it would have been with a queue from the start
+        reclaimer.maybe_sweep(self.tau)
 
     def advance(
         self, j: int, event: Mapping[str, Any], letter: int, clock: float | None
@@ -91,8 +102,9 @@ class SubstreamEvaluator:
         raise NotImplementedError
 
     def rebuild_reclaimer(self) -> None:
-        if self.reclaimer is not None:
-            self.reclaimer = Reclaimer(unions_under(self.roots()))
+        if self.epsilon != float("inf"):
+            unions = unions_under(self.roots())
+            self.reclaimer = Reclaimer(unions) if unions else None
 
     def states(self, sid: int) -> list[int]:
         return sorted(self.dcea.states[sid])

@@ -52,7 +52,7 @@ class TaggedEvaluator(Evaluator):
                 else:
                     new[target] = [o]
         self.active = new
-        self.after_event()
+        self.after_event(made)
         if clock is None:
             return []
         is_final = self.dcea.is_final

@@ -24,6 +24,11 @@ class RawEvent(Mapping[str, Any]):
     ``known`` holds the decoded values of some attributes, None where the attribute is
     missing or null: ``get`` answers from it (both read as None), while ``[]`` and the
     rest of the mapping, which must tell the two apart, decode ``raw`` once.
+
+    ``get`` of an attribute ``known`` lacks decodes ``raw`` without keeping the result:
+    such an event is usually held by a partial match for its whole window after one
+    ``get`` (its PARTITION BY key, from a batch that crossed a process boundary without
+    its values), and its decoded dict cost more than all the rest of a key's state.
     """
 
     __slots__ = ("_doc", "_known", "raw")
@@ -46,7 +51,8 @@ class RawEvent(Mapping[str, Any]):
             value = known[key]
             if value is not None or default is None:
                 return value
-        return self._decoded().get(key, default)
+        doc = self._doc
+        return (loads(self.raw) if doc is None else doc).get(key, default)
 
     def __getitem__(self, key: str) -> Any:
         value = self._known.get(key)
@@ -62,6 +68,10 @@ class RawEvent(Mapping[str, Any]):
 
     def __repr__(self) -> str:
         return f"RawEvent({self.raw!r})"
+
+
+# Shared by the events of batches without decoded values; a RawEvent never writes to it.
+_NOTHING_KNOWN: dict[str, Any] = {}
 
 
 class RawEvents(Sequence[RawEvent]):
@@ -92,6 +102,8 @@ class RawEvents(Sequence[RawEvent]):
     def __getitem__(self, i: int | slice) -> RawEvent | Sequence[RawEvent]:
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(len(self)))]
+        if not self._names:
+            return RawEvent(self._raws[i], _NOTHING_KNOWN)  # one dict fewer per held event
         # A copy of the row's values: a held event never keeps its whole batch alive.
         known = {name: column[i] for name, column in zip(self._names, self._values, strict=True)}
         return RawEvent(self._raws[i], known)

@@ -105,3 +105,24 @@ def test_partitioned_columns_keep_per_key_clocks_across_batches() -> None:
     ]
     assert got == expected
     assert rows.unpartitioned == ev.unpartitioned
+
+
+def test_partition_groups_read_alike_by_index_slice_and_iteration() -> None:
+    from cerfleet.evaluation.partitioning import partition_groups
+
+    rng = np.random.default_rng(3)
+    cols = {"k": rng.integers(0, 30, 500).astype(float), "s": rng.choice(list("xyz"), 500)}
+    cols["k"][rng.integers(0, 500, 40)] = np.nan
+    groups = partition_groups(("k", "s"), cols, 500)
+    assert groups is not None
+    listed = [(key, idx.tolist()) for key, idx in groups]
+    assert [(key, idx.tolist()) for key, idx in (groups[i] for i in range(len(groups)))] == listed
+    assert [(key, idx.tolist()) for key, idx in groups[2:7]] == listed[2:7]
+    assert (groups[-1][0], groups[-1][1].tolist()) == listed[-1]
+    # Every row with both attributes in exactly one group, by first appearance.
+    rows = sorted(i for _, idx in listed for i in idx)
+    assert rows == np.flatnonzero(~np.isnan(cols["k"])).tolist()
+    firsts = [idx[0] for _, idx in listed]
+    assert firsts == sorted(firsts)
+    for key, idx in listed:
+        assert all((cols["k"][i], cols["s"][i]) == key for i in idx)

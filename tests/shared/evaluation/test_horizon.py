@@ -177,3 +177,42 @@ def test_an_event_behind_the_horizon_is_late_for_a_new_key_too() -> None:
     ev.process({"type": "BUY", "user": "y", "t": 99_999})
     [ce] = ev.process({"type": "SELL", "user": "y", "t": 100_000})
     assert (ce.start, ce.end, ce.key) == (3, 4, ("y",))
+
+
+def test_the_queue_of_touched_keys_follows_the_window_not_the_stream() -> None:
+    # Every event of a live key queues an entry; an older one of a key touched since
+    # is stale and goes in the next sweep, so ten busy keys keep the queue short.
+    q = compile_query(
+        "SELECT * FROM S WHERE BUY as a ; SELL as b PARTITION BY [user] WITHIN 100 MILLISECONDS",
+        time_field="t",
+    )
+    ev = _horizon(q, 1_000)
+    assert ev.horizon is not None
+    longest = 0
+    for i in range(20_000):
+        ev.process({"type": "BUY", "user": f"u{i % 10}", "t": i})  # a BUY always waits
+        longest = max(longest, len(ev.horizon.touched))
+    assert len(ev.substreams) == 10
+    assert len(ev.horizon.touched) == len(ev.horizon.touched_at)
+    assert longest <= 20
+    # The keys go quiet: once the horizon passes them they are dropped, live or not.
+    ev.process({"type": "HOLD", "user": "other", "t": 30_000})
+    assert not ev.substreams and not ev.horizon.touched and not ev.horizon.touched_at
+
+
+def test_a_stale_entry_never_drops_a_key_that_is_still_alive() -> None:
+    # Key a's first entry is far behind; the key itself was touched at a later clock
+    # and is alive: the sweep passes the stale entry and keeps the key.
+    q = compile_query(
+        "SELECT * FROM S WHERE BUY as a ; SELL as b PARTITION BY [user] WITHIN 100 MILLISECONDS",
+        time_field="t",
+    )
+    ev = _horizon(q, 1_000)
+    assert ev.horizon is not None
+    ev.process({"type": "BUY", "user": "a", "t": 0})
+    ev.process({"type": "BUY", "user": "a", "t": 1_500})
+    ev.process({"type": "BUY", "user": "b", "t": 1_550})
+    assert set(ev.substreams) == {("a",), ("b",)}
+    assert list(ev.horizon.touched) == [("a",), ("b",)]
+    [ce] = ev.process({"type": "SELL", "user": "a", "t": 1_560})
+    assert (ce.start, ce.end) == (1, 3)

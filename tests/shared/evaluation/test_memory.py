@@ -68,3 +68,24 @@ def test_memory_is_flat_on_a_two_million_event_stream(query: str) -> None:
     assert nodes[2_000_000] < 3 * max(nodes[200_000], 1_000)
     # Peak RSS after 10x more events grows by less than a few MiB (allocator noise).
     assert checkpoints[2_000_000] - checkpoints[200_000] < 16, checkpoints
+
+
+def test_a_substream_gets_a_reclamation_queue_with_its_first_union_node() -> None:
+    # Most keys of a many-key PARTITION BY never make a union node: no queue for them.
+    q = compile_query(
+        "SELECT * FROM S WHERE BUY as a ; SELL as b PARTITION BY [user] WITHIN 100 MILLISECONDS",
+        time_field="t",
+    )
+    ev = q.evaluator()
+    ev.process({"type": "BUY", "user": "a", "t": 0})
+    assert ev.substreams[("a",)].reclaimer is None
+    ev.process({"type": "BUY", "user": "a", "t": 1})
+    assert ev.substreams[("a",)].reclaimer is None  # two runs, still no union node
+    assert q.restore(ev.snapshot()).substreams[("a",)].reclaimer is None
+    ev.process({"type": "BUY", "user": "a", "t": 2})  # a third: a union node joins them
+    reclaimer = ev.substreams[("a",)].reclaimer
+    assert reclaimer is not None and reclaimer.made
+    restored = q.restore(ev.snapshot())
+    assert restored.substreams[("a",)].reclaimer is not None
+    sell = {"type": "SELL", "user": "a", "t": 3}
+    assert sorted(ce.start for ce in restored.process(sell)) == [0, 1, 2]
