@@ -20,7 +20,8 @@ OPS = {"=": int.__eq__, "!=": int.__ne__, "<>": int.__ne__, "<": int.__lt__}
 OPS.update({"<=": int.__le__, ">": int.__gt__, ">=": int.__ge__})
 
 
-def _regexes() -> st.SearchStrategy[oracle.Regex]:
+def _regexes(max_leaves: int = 4) -> st.SearchStrategy[oracle.Regex]:
+    """Patterns with every quantifier, greedy or reluctant, and alternations."""
     leaf = st.sampled_from(VARS).map(lambda v: ("var", v))
     bounds = st.sampled_from([(1, None), (0, None), (0, 1), (2, 2), (1, 2), (0, 2), (2, None)])
 
@@ -31,7 +32,7 @@ def _regexes() -> st.SearchStrategy[oracle.Regex]:
             st.tuples(inner, bounds, st.booleans()).map(lambda t: ("rep", t[0], *t[1], t[2])),
         )
 
-    return st.recursive(leaf, extend, max_leaves=4)
+    return st.recursive(leaf, extend, max_leaves=max_leaves)
 
 
 def text_of(r: oracle.Regex) -> str:

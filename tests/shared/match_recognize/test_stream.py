@@ -19,9 +19,9 @@ from cerfleet.match_recognize.stream import RowPatternEvaluator
 from cerfleet.match_recognize.translate import writer
 from tests.shared.match_recognize import oracle
 from tests.shared.match_recognize.test_differential import (
-    VARS,
     _conditions,
     _nullable_iteration,
+    _regexes,
     _sorted,
     expected,
     query_text,
@@ -29,21 +29,6 @@ from tests.shared.match_recognize.test_differential import (
 
 EXAMPLES = int(os.environ.get("CERFLEET_MR_SKIP_EXAMPLES", "400"))
 ATTRIBUTES = ("type", "p", "x", "y", "ts")
-
-
-def _regexes() -> st.SearchStrategy[oracle.Regex]:
-    """Patterns with every quantifier, greedy or reluctant, and alternations."""
-    leaf = st.sampled_from(VARS).map(lambda v: ("var", v))
-    bounds = st.sampled_from([(1, None), (0, None), (0, 1), (2, 2), (1, 2), (0, 2), (2, None)])
-
-    def extend(inner: st.SearchStrategy[oracle.Regex]) -> st.SearchStrategy[oracle.Regex]:
-        return st.one_of(
-            st.tuples(st.just("cat"), inner, inner),
-            st.tuples(st.just("alt"), inner, inner),
-            st.tuples(inner, bounds, st.booleans()).map(lambda t: ("rep", t[0], *t[1], t[2])),
-        )
-
-    return st.recursive(leaf, extend, max_leaves=5)
 
 
 def _v(name: str) -> oracle.Regex:
@@ -76,7 +61,7 @@ def cases(draw: Any, dense: bool = False, long: bool = False) -> dict[str, Any]:
     that rows match more often and greedy matches stay open over several rows (what
     makes a match final late)."""
     shape = long or (dense and draw(st.booleans()))
-    regex = draw(st.sampled_from(SHAPES) if shape else _regexes())
+    regex = draw(st.sampled_from(SHAPES) if shape else _regexes(max_leaves=5))
     used = sorted(set(oracle.variables(regex)))
     defined = st.booleans() if dense else st.integers(0, 3)
     defines = {v: draw(_conditions(v)) for v in used if draw(defined)}

@@ -30,6 +30,14 @@ STREAM = """@prefix : <http://e/> .
 :G4 { :b2 :q :c2 . }
 :G5 { :a3 :p :b3 . :b1 :q :c1 . }
 """
+# STREAM's events as the oracle reads them: (time, triples).
+GRAPHS = [
+    (2, frozenset({(E + "a1", E + "p", E + "b1")})),
+    (4, frozenset({(E + "a2", E + "p", E + "b2")})),
+    (6, frozenset({(E + "b1", E + "q", E + "c1"), (E + "b2", E + "q", E + "c2")})),
+    (8, frozenset({(E + "b2", E + "q", E + "c2")})),
+    (10, frozenset({(E + "a3", E + "p", E + "b3"), (E + "b1", E + "q", E + "c1")})),
+]
 HEAD = """PREFIX : <http://e/>
 SELECT {select}
 FROM NAMED :S WIN [LND 1] AS :w1
@@ -131,13 +139,6 @@ def test_example_2_window_functions_in_the_oracle() -> None:
 
 
 def test_oracle_on_example_8() -> None:
-    graphs = {
-        2: {(E + "a1", E + "p", E + "b1")},
-        4: {(E + "a2", E + "p", E + "b2")},
-        6: {(E + "b1", E + "q", E + "c1"), (E + "b2", E + "q", E + "c2")},
-        8: {(E + "b2", E + "q", E + "c2")},
-        10: {(E + "a3", E + "p", E + "b3"), (E + "b1", E + "q", E + "c1")},
-    }
     q = Query(
         {"w1": Win("S", "landmark", 1), "w2": Win("S", "range", 5)},
         {
@@ -147,7 +148,7 @@ def test_oracle_on_example_8() -> None:
         ("SEQ", "E1", "E2"),
         ["x", "z"],
     )
-    got = evaluate(q, {"S": [(t, frozenset(g)) for t, g in graphs.items()]})
+    got = evaluate(q, {"S": GRAPHS})
     assert got == {
         (6, (("x", E + "a1"), ("z", E + "c1"))),
         (6, (("x", E + "a2"), ("z", E + "c2"))),

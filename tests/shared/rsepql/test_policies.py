@@ -20,7 +20,7 @@ from cerfleet.errors import RsepqlError
 from cerfleet.rdf.trig import read_trig
 from cerfleet.rsepql.translate import parse_and_check
 from tests.shared.rsepql.oracle import Bep, Query, Win, evaluations
-from tests.shared.rsepql.test_examples import HEAD, STREAM, E, run
+from tests.shared.rsepql.test_examples import GRAPHS, HEAD, STREAM, E, run
 
 EVENTS = """EVENT ON :w1 { ?x :p ?y . } AS E1
 EVENT ON :w2 { ?y :q ?z . } AS E2
@@ -154,13 +154,6 @@ def test_step_window_reports_at_its_closes(tmp_path: Path) -> None:
 
 
 def test_oracle_agrees_on_example_11() -> None:
-    g = {
-        2: {(E + "a1", E + "p", E + "b1")},
-        4: {(E + "a2", E + "p", E + "b2")},
-        6: {(E + "b1", E + "q", E + "c1"), (E + "b2", E + "q", E + "c2")},
-        8: {(E + "b2", E + "q", E + "c2")},
-        10: {(E + "a3", E + "p", E + "b3"), (E + "b1", E + "q", E + "c1")},
-    }
     q = Query(
         {"w1": Win("S", "landmark", 1), "w2": Win("S", "range", 100, 4)},
         {"E1": Bep("w1", (("?x", E + "p", "?y"),)), "E2": Bep("w2", (("?y", E + "q", "?z"),))},
@@ -168,7 +161,7 @@ def test_oracle_agrees_on_example_11() -> None:
         ["x"],
         consuming=True,
     )
-    got = evaluations(q, {"S": [(t, frozenset(x)) for t, x in g.items()]})
+    got = evaluations(q, {"S": GRAPHS})
     assert got == {(8, 6, (("x", E + "a1"),)), (8, 6, (("x", E + "a2"),))}
 
 
