@@ -13,10 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, overload
 
-import orjson
-
 from cerfleet.events.raw_event import RawEvent
 from cerfleet.fleet.keyed import STREAM_FIELD
+from cerfleet.kept_json import dumps_kept
 
 __all__ = ["SOURCE_FIELD", "STREAM_FIELD", "KeyedEvent", "KeyedEvents"]
 
@@ -44,7 +43,7 @@ class KeyedEvent(Mapping[str, Any]):
         out = self._source_json
         if out is None:
             src = self.source
-            out = self._source_json = orjson.dumps(
+            out = self._source_json = dumps_kept(
                 None if src is None else {"topic": src[0], "partition": src[1], "offset": src[2]}
             )
         return out

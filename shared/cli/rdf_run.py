@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from cerfleet.errors import CEQLError, EventError
+from cerfleet.kept_json import dumps_kept
 from cerfleet.rdf.instants import KEY, instants
 from cerfleet.rdf.terms import Graph, index
 from cerfleet.rdf.trig import RdfEvent, read_trig
@@ -97,7 +98,7 @@ def results(
             for complex_event in evaluator.process(event, len(owner) - 1):
                 at = [owner[p] for p in complex_event.positions]
                 for row in rows.rows(at, merged):
-                    found.setdefault(orjson.dumps(row, option=orjson.OPT_SORT_KEYS), row)
+                    found.setdefault(dumps_kept(row, option=orjson.OPT_SORT_KEYS), row)
         for key in sorted(found):
             yield found[key]
 
@@ -175,7 +176,7 @@ def rsepql_evaluations(
                     continue
                 at = close
             for row in rows.rows(complex_event.positions, merged):
-                key = orjson.dumps(row, option=orjson.OPT_SORT_KEYS)
+                key = dumps_kept(row, option=orjson.OPT_SORT_KEYS)
                 if closes is None:
                     found.setdefault(key, row)
                 elif key not in seen:

@@ -39,6 +39,7 @@ import orjson
 from cerfleet import pattern
 from cerfleet.cea.graph_match import Solution, compile_graph_match
 from cerfleet.cea.predicates import compile_predicate
+from cerfleet.kept_json import dumps_kept
 from cerfleet.rdf.instants import TIME
 from cerfleet.rdf.terms import BNode, Iri, Term
 from cerfleet.rsepql import syntax as s
@@ -173,7 +174,7 @@ class Evaluator:
             for mu, _start, end, just in results.values():
                 row: dict[str, Any] = {v: mu.get(v) for v in self.select}
                 row["time"] = instants[end][TIME]
-                found.setdefault(orjson.dumps(row, option=orjson.OPT_SORT_KEYS), row)
+                found.setdefault(dumps_kept(row, option=orjson.OPT_SORT_KEYS), row)
                 if self.query.consuming:
                     self.consumed |= just
             for key in sorted(found):
