@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cerfleet.errors import CerfleetError
+from cerfleet.workers.backfill.class_archive import ClassArchive, class_archive
 
 __all__ = ["add_spark_options", "job_argv", "spark_submit_command", "submit"]
 
@@ -89,7 +90,10 @@ def job_argv(
 
 
 def spark_submit_command(
-    job: str, args: argparse.Namespace, declare: Callable[[argparse.ArgumentParser], None]
+    job: str,
+    args: argparse.Namespace,
+    declare: Callable[[argparse.ArgumentParser], None],
+    archive: ClassArchive | None = None,
 ) -> list[str]:
     cmd = [spark_submit_binary(), "--master", args.master, "--name", f"cerfleet-{job}"]
     if args.deploy_mode:
@@ -102,13 +106,20 @@ def spark_submit_command(
         if "=" not in item:
             raise CerfleetError(f"--spark-conf expects KEY=VALUE, got {item!r}")
         cmd += ["--conf", item]
+    if archive is not None:
+        cmd += ["--driver-java-options", archive.java_options]
     return [*cmd, str(JOBS[job]), *job_argv(args, declare)]
 
 
 def submit(
     job: str, args: argparse.Namespace, declare: Callable[[argparse.ArgumentParser], None]
 ) -> int:
-    cmd = spark_submit_command(job, args, declare)
+    # A dry run prints the command of a run that would read an existing archive, and
+    # never starts writing one.
+    archive = class_archive(job, args.master, args.spark_conf or [])
+    if args.dry_run and archive is not None and archive.writing is not None:
+        archive = None
+    cmd = spark_submit_command(job, args, declare, archive)
     env = dict(os.environ)
     # Driver and tasks run this very Python (the one cerfleet is installed in), unless the
     # user chose another.
@@ -117,4 +128,7 @@ def submit(
     if args.dry_run:
         print(shlex.join(cmd))
         return 0
-    return subprocess.call(cmd, env=env)
+    code = subprocess.call(cmd, env=env)
+    if archive is not None:
+        archive.finish(code == 0)
+    return code
