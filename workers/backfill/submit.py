@@ -15,9 +15,12 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cerfleet.errors import CerfleetError
-from cerfleet.workers.backfill.class_archive import ClassArchive, class_archive
+
+if TYPE_CHECKING:
+    from cerfleet.workers.backfill.class_archive import ClassArchive
 
 __all__ = ["add_spark_options", "job_argv", "spark_submit_command", "submit"]
 
@@ -116,6 +119,9 @@ def submit(
 ) -> int:
     # A dry run prints the command of a run that would read an existing archive, and
     # never starts writing one.
+    # Imported here: every cerfleet command imports this module for its options.
+    from cerfleet.workers.backfill.class_archive import class_archive
+
     archive = class_archive(job, args.master, args.spark_conf or [])
     if args.dry_run and archive is not None and archive.writing is not None:
         archive = None
