@@ -144,6 +144,7 @@ BATCHED_PRODUCER = {
 ROUTED = "cerfleet_coordinator_routed_total"
 EVENTS_IN = "cerfleet_worker_events_in_total"
 COMPLEX_OUT = "cerfleet_complex_events_out_total"
+CPU = "process_cpu_seconds_total"  # every thread of the process: the Kafka client too
 ASSIGNED = "cerfleet_assigned_partitions"
 LATENCY_HISTOGRAM = "cerfleet_processing_latency_seconds"
 
@@ -629,6 +630,20 @@ class ThroughputRun:
     complex_events: int
     worker_rates: list[float]  # each worker's own records / own active window
     worker_start_seconds: float  # worker processes started → first record processed
+    # CPU seconds of the processes over their active windows (all threads), None when a
+    # process served no process_* series.
+    route_cpu_seconds: float | None = None
+    worker_cpu_seconds: float | None = None
+
+    @property
+    def route_cpu_us(self) -> float | None:
+        s = self.route_cpu_seconds
+        return None if s is None else s / self.events * 1e6
+
+    @property
+    def worker_cpu_us(self) -> float | None:
+        s = self.worker_cpu_seconds
+        return None if s is None else s / self.keyed_records * 1e6
 
     @property
     def route_rate(self) -> float:
@@ -673,8 +688,15 @@ def run_throughput(
         f.check_retained(f.input_topic, partitions)
 
         coordinator = f.start_coordinator()
+        route_cpu = CpuTrace()
+
+        def routed() -> tuple[float, ...]:
+            samples = coordinator.samples() or []
+            route_cpu.record([samples])
+            return (sum_samples(samples, ROUTED),)
+
         route = sample_until(
-            lambda: (coordinator.metric(ROUTED),),
+            routed,
             lambda v: v[0] >= n,
             what="routing",
             stall=stall,
@@ -691,11 +713,16 @@ def run_throughput(
         started = time.monotonic()
         procs = [f.start_worker() for _ in range(workers)]
 
+        work_cpu = CpuTrace()
+
         def read() -> tuple[float, ...]:
             values: list[float] = []
+            seen = []
             for w in procs:
                 samples = w.samples() or []
+                seen.append(samples)
                 values += [sum_samples(samples, EVENTS_IN), sum_samples(samples, COMPLEX_OUT)]
+            work_cpu.record(seen)
             return tuple(values)
 
         settle: dict[str, Any] = {"at": None, "values": None}
@@ -737,7 +764,33 @@ def run_throughput(
         complex_events=outputs,
         worker_rates=worker_rates,
         worker_start_seconds=start - started,
+        route_cpu_seconds=route_cpu.between(route_start, route_end),
+        worker_cpu_seconds=work_cpu.between(start, end),
     )
+
+
+class CpuTrace:
+    """The summed ``process_cpu_seconds_total`` of some processes, from the metric
+    samples ``sample_until``'s reads fetch."""
+
+    def __init__(self) -> None:
+        self.samples: list[tuple[float, float | None]] = []
+
+    def record(self, per_process: Sequence[Sequence[tuple[str, dict[str, str], float]]]) -> None:
+        total: float | None = 0.0
+        for samples in per_process:
+            found = [v for name, _, v in samples if name == CPU]
+            total = None if total is None or not found else total + found[0]
+        self.samples.append((time.monotonic(), total))
+
+    def between(self, start: float, end: float) -> float | None:
+        """CPU seconds from the last sample at or before ``start`` to the first at or
+        after ``end`` (the window widened to the samples around it)."""
+        before = [v for t, v in self.samples if t <= start]
+        after = [v for t, v in self.samples if t >= end]
+        if not before or not after or before[-1] is None or after[0] is None:
+            return None
+        return after[0] - before[-1]
 
 
 # --- latency -------------------------------------------------------------------------------
@@ -992,14 +1045,28 @@ class Summary:
     def outputs_ok(self) -> bool:
         return all(r.complex_events == self.expected for r in self.runs)
 
+    @property
+    def route_cpu_us(self) -> float | None:
+        found = [x for r in self.runs if (x := r.route_cpu_us) is not None]
+        return statistics.median(found) if found else None
+
+    @property
+    def worker_cpu_us(self) -> float | None:
+        found = [x for r in self.runs if (x := r.worker_cpu_us) is not None]
+        return statistics.median(found) if found else None
+
+
+def _us(x: float | None) -> str:
+    return "?" if x is None else f"{x:.1f}"
+
 
 def throughput_table(summaries: Sequence[Summary]) -> list[str]:
     head = (
         "| query | events | input / keyed partitions | workers | coordinator routing ev/s "
         "| worker ev/s per process | worker runs ev/s | worker start s "
-        "| complex events (embedded) |"
+        "| CPU µs per event: coordinator / worker | complex events (embedded) |"
     )
-    lines = [head, "|---|---:|---:|---:|---:|---:|---|---:|---|"]
+    lines = [head, "|---|---:|---:|---:|---:|---:|---|---:|---:|---|"]
     for s in summaries:
         r0 = s.runs[0]
         runs = ", ".join(_rate(r.per_worker_rate) for r in s.runs)
@@ -1008,7 +1075,8 @@ def throughput_table(summaries: Sequence[Summary]) -> list[str]:
         lines.append(
             f"| {s.name} | {r0.events:,} | {r0.input_partitions} / {r0.keyed_partitions} "
             f"| {r0.workers} | {_rate(s.route_rate)} | **{_rate(s.per_worker_rate)}** | {runs} "
-            f"| {s.start_seconds:.1f} | {', '.join(f'{o:,}' for o in outputs)} "
+            f"| {s.start_seconds:.1f} | {_us(s.route_cpu_us)} / {_us(s.worker_cpu_us)} "
+            f"| {', '.join(f'{o:,}' for o in outputs)} "
             f"({s.expected:,}, {mark}) |"
         )
     return lines
@@ -1137,6 +1205,8 @@ def write_json(
                         "worker_ev_s_per_process": r.per_worker_rate,
                         "each_worker_ev_s": r.worker_rates,
                         "worker_start_s": r.worker_start_seconds,
+                        "coordinator_cpu_us_per_event": r.route_cpu_us,
+                        "worker_cpu_us_per_event": r.worker_cpu_us,
                         "complex_events": r.complex_events,
                     }
                     for r in s.runs

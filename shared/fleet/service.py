@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, ProcessCollector
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
@@ -104,6 +104,9 @@ def serve(
     signal.signal(signal.SIGINT, on_signal)
     server = None
     if settings.metrics_port is not None:
+        # The standard process_* series (CPU seconds, resident memory, open files): a
+        # process's CPU per record is process_cpu_seconds_total over its records counter.
+        ProcessCollector(registry=registry)
         server = MetricsServer(registry, health, settings.metrics_host, settings.metrics_port)
         server.start()
     try:
