@@ -11,11 +11,15 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from cerfleet import pattern
 from cerfleet.complex_event import ComplexEvent
 from cerfleet.errors import CerfleetError
+
+if TYPE_CHECKING:
+    from cerfleet.match_recognize.selecting import SelectingEvaluator
+    from cerfleet.plan import QueryPlan
 
 Frontend = Callable[[str], pattern.Pattern]
 Writer = Callable[[Sequence[ComplexEvent]], bytes]
@@ -31,7 +35,14 @@ FRONTENDS: dict[str, str] = {
 # Languages whose output is not the complex events themselves: "module:function"
 # taking the query text and returning a function complex events → JSON Lines bytes.
 WRITERS: dict[str, str] = {
-    "match_recognize": "cerfleet.match_recognize.translate:writer",
+    "match_recognize": "cerfleet.match_recognize.selecting:writer",
+}
+
+# Languages some of whose queries select matches in a way the automaton cannot (the
+# standard's preferred matches of MATCH_RECOGNIZE): "module:function" taking the query
+# text and returning None (compiled as usual) or the ``Selection`` that runs it.
+SELECTIONS: dict[str, str] = {
+    "match_recognize": "cerfleet.match_recognize.selecting:selection",
 }
 
 DEFAULT = "ceql"
@@ -90,6 +101,28 @@ class RowWriter(Protocol):
 def row_writer(language: str, text: str) -> RowWriter | None:
     """``writer`` as a ``RowWriter`` (None: the language outputs complex events)."""
     return cast("RowWriter | None", writer(language, text))
+
+
+class Selection(Protocol):
+    """A query evaluated by its language's own selection over the events the plan of
+    ``form`` (every match) decodes: ``evaluator`` and ``restore`` make its evaluators."""
+
+    form: pattern.Pattern
+
+    def evaluator(self, query: QueryPlan) -> SelectingEvaluator: ...
+
+    def restore(self, query: QueryPlan, data: bytes) -> SelectingEvaluator: ...
+
+
+def selection(language: str, text: str) -> Selection | None:
+    """The selection of the query ``text`` (None: the automaton selects its matches);
+    raises ``CEQLError`` (line, column) on bad text."""
+    target = SELECTIONS.get(language.lower())
+    if target is None:
+        return None
+    module, _, name = target.partition(":")
+    build: Callable[[str], Selection | None] = getattr(importlib.import_module(module), name)
+    return build(text)
 
 
 def parse(text: str, language: str = DEFAULT) -> pattern.Pattern:

@@ -11,11 +11,19 @@ The pipeline, stage by stage (each a module named for the paper's concept)::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeAlias
+
 from cerfleet import pattern
 from cerfleet.evaluation.query_evaluator import QueryEvaluator
 from cerfleet.evaluation.snapshot import load_into
-from cerfleet.languages import DEFAULT, parse
+from cerfleet.languages import DEFAULT, parse, selection
 from cerfleet.plan import QueryPlan
+
+if TYPE_CHECKING:
+    from cerfleet.match_recognize.selecting import SelectingEvaluator
+
+# What a compiled query evaluates with: the engine's, or its language's selection.
+Evaluator: TypeAlias = "QueryEvaluator | SelectingEvaluator"
 
 
 class CompiledQuery(QueryPlan):
@@ -32,8 +40,11 @@ class CompiledQuery(QueryPlan):
         language: str = DEFAULT,
         stream_field: str | None = None,
     ) -> None:
+        # A query whose matches its language selects is compiled from the form of all
+        # its matches: the plan then decodes events for the language's evaluator.
+        self.selection = selection(language, text)
         super().__init__(
-            parse(text, language),
+            parse(text, language) if self.selection is None else self.selection.form,
             text=text,
             type_field=type_field,
             time_field=time_field,
@@ -56,16 +67,30 @@ class CompiledQuery(QueryPlan):
         query = cls.__new__(cls)
         QueryPlan.__init__(query, form, text=text, type_field=type_field, time_field=time_field)
         query.language = language
+        query.selection = None
         return query
 
-    def evaluator(self) -> QueryEvaluator:
+    def evaluator(self) -> Evaluator:
+        """A fresh evaluator: ``process``/``process_batch``/``process_columns`` return
+        the complex events each input makes final. That of a query whose language
+        selects its matches (``selecting``) may hold matches back until later rows
+        decide them; its ``finish()`` returns those at the end of the input."""
+        if self.selection is not None:
+            return self.selection.evaluator(self)
         return QueryEvaluator(self)
 
-    def restore(self, data: bytes) -> QueryEvaluator:
+    def restore(self, data: bytes) -> Evaluator:
         """An evaluator continuing exactly where the one that made ``data`` stopped."""
+        if self.selection is not None:
+            return self.selection.restore(self, data)
         ev = QueryEvaluator(self)
         load_into(ev, data)
         return ev
+
+    @property
+    def selecting(self) -> bool:
+        """Whether the language selects the matches (its evaluators have ``finish``)."""
+        return self.selection is not None
 
 
 def compile_query(

@@ -15,11 +15,10 @@ import os
 import stat
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from cerfleet.clock_check import ClockCheck
 from cerfleet.complex_event import ComplexEvent
-from cerfleet.evaluation.query_evaluator import QueryEvaluator
 from cerfleet.events import prefetch
 from cerfleet.events.columns import columns_of
 from cerfleet.events.csv_columns import csv_batches
@@ -31,6 +30,9 @@ from cerfleet.events.records import Malformed, MalformedEvent
 from cerfleet.events.reorder import Reorder
 from cerfleet.events.timestamps import parse_timestamp
 from cerfleet.plan import QueryPlan
+
+if TYPE_CHECKING:
+    from cerfleet.query import Evaluator
 
 __all__ = ["LATE", "Step", "steps"]
 
@@ -66,7 +68,7 @@ class Step:
 
 def steps(
     query: QueryPlan,
-    evaluator: QueryEvaluator,
+    evaluator: Evaluator,
     source: BinaryIO,
     *,
     format: str = "auto",
@@ -165,7 +167,7 @@ def _worth_a_process(source: BinaryIO, max_bytes: int) -> bool:
 
 
 def _csv_steps(
-    query: QueryPlan, evaluator: QueryEvaluator, source: BinaryIO, strict: bool
+    query: QueryPlan, evaluator: Evaluator, source: BinaryIO, strict: bool
 ) -> Iterator[Step]:
     live = not _is_file(source)
     rows: list[dict[str, Any]] = []
@@ -236,7 +238,7 @@ def _decoded(query: QueryPlan, source: BinaryIO, format: str, max_bytes: int) ->
 
 def _reordered_steps(
     query: QueryPlan,
-    evaluator: QueryEvaluator,
+    evaluator: Evaluator,
     source: BinaryIO,
     format: str,
     strict: bool,
@@ -281,7 +283,7 @@ def _reordered_steps(
 
 def _evaluated(
     query: QueryPlan,
-    evaluator: QueryEvaluator,
+    evaluator: Evaluator,
     clocks: ClockCheck,
     released: list[tuple[Mapping[str, Any], int, int]],
     reports: list[tuple[int, str]],
@@ -306,7 +308,7 @@ def _evaluated(
     return Step(found, reports, read, malformed, bytes_read, clocks)
 
 
-def _cuts(evaluator: QueryEvaluator, lines: list[int], base: int) -> list[tuple[int, str]]:
+def _cuts(evaluator: Evaluator, lines: list[int], base: int) -> list[tuple[int, str]]:
     """The batch's events whose output ``max_outputs`` cut, as reports (and forgotten);
     ``base``: the position of the batch's first row."""
     cap = evaluator.max_outputs

@@ -21,11 +21,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cerfleet.complex_event import ComplexEvent
-from cerfleet.evaluation.query_evaluator import QueryEvaluator
 from cerfleet.events.columns import columns_of
 from cerfleet.events.reorder import Reorder
 from cerfleet.events.timestamps import parse_timestamp
 from cerfleet.fleet.registry import Registered
+from cerfleet.query import Evaluator
 
 __all__ = ["Lateness", "in_time_order", "stage_of"]
 
@@ -96,7 +96,7 @@ def stage_of(entry: Registered, state: Mapping[str, Any] | None) -> Lateness | N
 
 def in_time_order(
     stage: Lateness,
-    evaluator: QueryEvaluator,
+    evaluator: Evaluator,
     events: Sequence[Mapping[str, Any]],
     offsets: Sequence[int],
 ) -> list[ComplexEvent]:

@@ -47,6 +47,7 @@ from cerfleet.evaluation.query_evaluator import QueryEvaluator
 from cerfleet.evaluation.snapshot import dump_counted
 from cerfleet.fleet.records import DEFAULT_LIMITS, RecordLimits
 from cerfleet.fleet.registry import Registered
+from cerfleet.query import Evaluator
 from cerfleet.workers.budget import Suspension, Suspensions
 from cerfleet.workers.catalog import Catalog
 from cerfleet.workers.checkpoint import Checkpoint, QueryCheckpoint
@@ -273,7 +274,7 @@ class PartitionState:
     def _new_run(
         self,
         entry: Registered,
-        evaluator: QueryEvaluator,
+        evaluator: Evaluator,
         emitted: int,
         lateness: dict[str, Any] | None = None,
         output: Any = None,
@@ -290,8 +291,13 @@ class PartitionState:
         snapshots = {}
         nodes = 0
         for name, run in self.runs.items():
-            snapshots[name], count = dump_counted(run.evaluator)
-            nodes += count
+            evaluator = run.evaluator
+            if isinstance(evaluator, QueryEvaluator):
+                snapshots[name], count = dump_counted(evaluator)
+                nodes += count
+            else:
+                # The language's selection: its pending matches and buffered rows.
+                snapshots[name] = evaluator.snapshot()
         self.tecs_nodes = nodes
         return Checkpoint(
             self.keyed_topic,

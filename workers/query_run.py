@@ -14,9 +14,9 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from cerfleet.complex_event import ComplexEvent
-from cerfleet.evaluation.query_evaluator import QueryEvaluator
 from cerfleet.fleet.keyed import ORIGIN_HEADER
 from cerfleet.fleet.registry import Registered
+from cerfleet.query import Evaluator
 from cerfleet.workers.lateness import Lateness
 from cerfleet.workers.outputs import origin, output_value
 from cerfleet.workers.row_outputs import OMITTED_HEADER, TRUNCATED_HEADER, RowOutputs
@@ -39,7 +39,7 @@ class Output:
 @dataclass(slots=True)
 class QueryRun:
     entry: Registered
-    evaluator: QueryEvaluator
+    evaluator: Evaluator
     emitted: int = 0  # outputs numbered so far
     suppress: int = 0  # outputs numbered below this were already published
     lateness: Lateness | None = None  # the reorder stage of a query with a bound

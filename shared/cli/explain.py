@@ -117,11 +117,21 @@ def describe(compiled: CompiledQuery) -> list[str]:
     lines.append(f"partition by: {', '.join(form.partition_by) or '(none)'}")
     lines += _correlations(compiled)
     lines.append(f"window: {_window(form.within)}")
-    lines.append(f"strategy: {form.strategy.value}")
-    lines.append(f"consume by: {form.consume.value}")
+    if compiled.selecting:
+        # The automaton (of every match) only decodes events: the language selects.
+        lines.append("strategy: the language's own match selection (see below)")
+        lines.append("consume by: the language's skip mode (see below)")
+    else:
+        lines.append(f"strategy: {form.strategy.value}")
+        lines.append(f"consume by: {form.consume.value}")
     lines.append(f"limit: {form.limit if form.limit is not None else '(none)'}")
     reason = unbounded_output(form)
-    if reason is not None:
+    if compiled.selecting:
+        lines.append(
+            "output per event: bounded by the matches pending in the partition "
+            "(at most one per start row)"
+        )
+    elif reason is not None:
         lines.append(f"output per event: CAN GROW EXPONENTIALLY: {reason}")
     elif (
         form.strategy is pattern.Strategy.ALL

@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cerfleet import pattern
+from cerfleet.match_recognize import syntax as s
+from cerfleet.match_recognize.nfa import Nfa
 
 if TYPE_CHECKING:
     from cerfleet.query import CompiledQuery
@@ -40,7 +42,7 @@ def describe_match_recognize(text: str, compiled: CompiledQuery) -> list[str]:
     """The lines ``explain`` adds for the MATCH_RECOGNIZE query ``text``."""
     from cerfleet.match_recognize.translate import compile_text, variables
 
-    query, _, translator = compile_text(text)
+    query, _, translator = compile_text(text, skipping=compiled.selecting)
     lines = ["match_recognize:"]
     lines.append(f"  rows: {_ROWS[query.rows]}")
     keys = ", ".join(c.attr for c in query.partition)
@@ -71,7 +73,10 @@ def describe_match_recognize(text: str, compiled: CompiledQuery) -> list[str]:
     )
     kind = "MATCHES" if query.rows == "MATCHES" else (query.skip or ("PAST LAST ROW",))[0]
     clause = "ALL MATCHES" if kind == "MATCHES" else f"AFTER MATCH SKIP {kind}"
-    lines.append(f"  skip: {clause}: {_SKIPS[kind]}")
+    if compiled.selecting:
+        lines.append(f"  skip: {clause}: {_selection_cost(query)}")
+    else:
+        lines.append(f"  skip: {clause}: {_SKIPS[kind]}")
     if translator.running:
         labelling = (
             "each match's rows are labelled by a search of the row pattern that checks the "
@@ -84,6 +89,27 @@ def describe_match_recognize(text: str, compiled: CompiledQuery) -> list[str]:
         )
     lines.append(f"  output stage: {labelling}; MEASURES over the labelled rows")
     return lines
+
+
+def _selection_cost(query: s.Query) -> str:
+    """What the standard's selection (``match_recognize.selection``) costs per row."""
+    states = sum(read is not None for read in Nfa(query.regex).reads)
+    if query.within is None:
+        per_row = f"O(states) = O({states}) thread steps per row"
+    else:
+        per_row = (
+            f"O(states x rows in the window) = O({states} x rows in the window) thread "
+            "steps per row (under WITHIN threads are kept per state and start row)"
+        )
+    return (
+        "the standard's preferred match from each start row (a variable-length pattern, "
+        "a reluctant quantifier or SKIP TO FIRST/LAST v), chosen by a Pike VM over the "
+        f"ordered row-pattern automaton per partition, not by the automaton above: {per_row}; "
+        "plus re-reads: a match final only some rows after its last row (a greedy "
+        "quantifier that might grow, a preferred alternative still alive) is returned then, "
+        "and the rows from the next start row are read again, each once more per such "
+        "match; memory: the rows since the earliest live start"
+    )
 
 
 def _conjuncts(pred: pattern.Pred | None) -> list[pattern.Pred]:

@@ -15,7 +15,7 @@ import stat
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, TextIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from cerfleet.errors import CEQLError
 from cerfleet.events.reader import FORMATS, STDIN, STDIN_NAME, MalformedEvent
@@ -151,11 +151,8 @@ def run(args: argparse.Namespace) -> int:
     # the compiler (and its grammar).
     from cerfleet.evaluation.query_evaluator import QueryEvaluator
     from cerfleet.languages import FRONTENDS, Writer, detect, writer
-    from cerfleet.match_recognize.stream import RowPatternEvaluator, needs_selection
-    from cerfleet.match_recognize.translate import compile_text
-    from cerfleet.match_recognize.translate import writer as mr_writer
     from cerfleet.output import json_lines
-    from cerfleet.query import CompiledQuery, compile_query
+    from cerfleet.query import compile_query
     from cerfleet.streams import steps
 
     query_path: str = args.query
@@ -175,30 +172,18 @@ def run(args: argparse.Namespace) -> int:
     if args.events is None:
         _error("EVENTS is required (an event file, or - for stdin)")
         return EXIT_USAGE
-    selection: RowPatternEvaluator | None = None
     write: Writer
     try:
-        if language == "match_recognize" and needs_selection(text):
-            # A skip mode the engine cannot select: the standard's selection runs it,
-            # the plan of its pattern (every match) decodes the events.
-            selection = RowPatternEvaluator(text, time_field=args.time_field)
-            compiled = CompiledQuery.from_pattern(
-                compile_text(text, skipping=True)[1],
-                text=text,
-                type_field=args.type_field,
-                time_field=args.time_field,
-                language=language,
-            )
-            write = mr_writer(text, skipping=True)
-        else:
-            compiled = compile_query(
-                text,
-                type_field=args.type_field,
-                time_field=args.time_field,
-                language=language,
-                stream_field=args.stream_field,
-            )
-            write = writer(language, text) or json_lines
+        # A MATCH_RECOGNIZE skip mode the automaton cannot select compiles too: its
+        # evaluator is the standard's selection (``compiled.selecting``).
+        compiled = compile_query(
+            text,
+            type_field=args.type_field,
+            time_field=args.time_field,
+            language=language,
+            stream_field=args.stream_field,
+        )
+        write = writer(language, text) or json_lines
     except CEQLError as err:
         _error(f"{query_path}: {err}")
         return EXIT_USAGE
@@ -219,8 +204,7 @@ def run(args: argparse.Namespace) -> int:
             _error(f"{args.events}: cannot read event file: {_describe(err)}")
             return EXIT_USAGE
 
-    # The selection reads what ``steps`` reads of an evaluator.
-    evaluator = compiled.evaluator() if selection is None else cast(QueryEvaluator, selection)
+    evaluator = compiled.evaluator()
     evaluator.max_outputs = args.max_outputs_per_event
     out = _binary(sys.stdout)
     events = complex_events = malformed = 0
@@ -250,7 +234,7 @@ def run(args: argparse.Namespace) -> int:
                 complex_events += len(step.complex_events)
             if progress is not None:
                 progress.show(step.bytes_read, events, complex_events)
-        if selection is not None and (pending := selection.finish()):
+        if not isinstance(evaluator, QueryEvaluator) and (pending := evaluator.finish()):
             out.write(write(pending))  # the end of the input makes them final
             complex_events += len(pending)
     except MalformedEvent as err:

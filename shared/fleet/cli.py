@@ -242,7 +242,8 @@ def _submit(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         raise CerfleetError(f"cannot register {args.name!r}: {validation_problems(exc)}") from exc
     compiled = spec.compile()  # CEQLError / CerfleetError: reported by main, nothing registered
-    unbounded = unbounded_output(compiled.pattern)
+    # The language's own selection outputs the matches it picks, not the automaton's.
+    unbounded = None if compiled.selecting else unbounded_output(compiled.pattern)
     if unbounded is not None and not args.allow_unbounded:
         raise CerfleetError(
             f"cannot register {spec.name!r}: {unbounded}; add WITHIN or LIMIT, or pass "

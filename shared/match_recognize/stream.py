@@ -31,29 +31,41 @@ from cerfleet.match_recognize.translate import compile_text, lengths
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["RowPatternEvaluator", "needs_selection"]
+    from cerfleet import pattern
+    from cerfleet.match_recognize.translate import _Translator
+
+__all__ = ["RowPatternEvaluator", "compiled", "needs_selection"]
 
 Key = tuple[KeyValue, ...]
 
 
 def needs_selection(text: str) -> bool:
     """Whether the query selects matches the engine cannot (a skip mode over a
-    variable-length pattern, a reluctant quantifier, SKIP TO FIRST/LAST v), so that
-    ``RowPatternEvaluator`` runs it; raises ``MatchRecognizeError`` on bad text."""
+    variable-length pattern, reluctant quantifiers included, SKIP TO FIRST/LAST v), so
+    that ``RowPatternEvaluator`` runs it; raises ``MatchRecognizeError`` on bad text.
+    A reluctant quantifier of a fixed-length pattern (``A{2}?``) covers the same rows as
+    the greedy one: only the labels differ, which the output stage prefers."""
     query = parse(text)
     if query.rows == "MATCHES":
         return False
     low, high = lengths(query.regex)
     skip = None if query.skip is None else query.skip[0]
-    return low != high or skip in ("TO FIRST", "TO LAST") or not _greedy(query.regex)
+    return low != high or skip in ("TO FIRST", "TO LAST")
 
 
-def _greedy(r: s.Regex) -> bool:
-    if isinstance(r, s.Var):
-        return True
-    if isinstance(r, s.Quant):
-        return r.greedy and _greedy(r.body)
-    return _greedy(r.left) and _greedy(r.right)
+def compiled(text: str) -> tuple[s.Query, pattern.Pattern, _Translator]:
+    """``compile_text(text, skipping=True)``, refusing what the selection cannot run
+    (``MatchRecognizeError`` with line and column)."""
+    query, form, translator = compile_text(text, skipping=True)
+    if translator.running:
+        # Threads in one state would not be interchangeable (see selection).
+        var = next(iter(translator.running))
+        query.fail(
+            f"DEFINE {var} reads other rows of the match, which the skip modes "
+            "of variable-length patterns do not support",
+            next(d.span for d in query.defines if d.var == var),
+        )
+    return query, form, translator
 
 
 class RowPatternEvaluator:
@@ -61,15 +73,7 @@ class RowPatternEvaluator:
     ``snapshot()`` / ``restore`` carry the whole state as bytes."""
 
     def __init__(self, text: str, *, time_field: str = "timestamp") -> None:
-        query, form, translator = compile_text(text, skipping=True)
-        if translator.running:
-            # Threads in one state would not be interchangeable (see selection).
-            var = next(iter(translator.running))
-            query.fail(
-                f"DEFINE {var} reads other rows of the match, which the skip modes "
-                "of variable-length patterns do not support",
-                next(d.span for d in query.defines if d.var == var),
-            )
+        query, form, translator = compiled(text)
         kind = "PAST LAST ROW" if query.skip is None else query.skip[0]
         self.skip: Skip = (kind, None if query.skip is None else query.skip[1])
         self.regex = query.regex
@@ -194,14 +198,21 @@ class RowPatternEvaluator:
 
     @classmethod
     def restore(cls, data: bytes, *, time_field: str = "timestamp") -> RowPatternEvaluator:
-        doc = json.loads(data)
-        ev = cls(doc["text"], time_field=time_field)
-        ev.position = doc["position"]
-        ev.late = doc["late"]
-        ev.last_clock = {tuple(k): c for k, c in doc["clocks"]}
-        if ev.lags is not None:
-            ev.lags.load(doc["lags"])
-        for k, state in doc["partitions"]:
-            m = ev.partitions[tuple(k)] = ev._matcher()
-            m.load(state)
+        ev = RowPatternEvaluator(json.loads(data)["text"], time_field=time_field)
+        ev.load(data)
         return ev
+
+    def load(self, data: bytes) -> None:
+        """Continue from ``data``, a snapshot of an evaluator of this query, into this
+        fresh one."""
+        doc = json.loads(data)
+        if doc["text"] != self.text:
+            raise ValueError("the snapshot was taken for another query")
+        self.position = doc["position"]
+        self.late = doc["late"]
+        self.last_clock = {tuple(k): c for k, c in doc["clocks"]}
+        if self.lags is not None:
+            self.lags.load(doc["lags"])
+        for k, state in doc["partitions"]:
+            m = self.partitions[tuple(k)] = self._matcher()
+            m.load(state)

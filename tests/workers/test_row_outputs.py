@@ -14,12 +14,13 @@ from hypothesis import strategies as st
 from cerfleet.errors import MatchRecognizeError
 from cerfleet.fleet.registry import QuerySpec, RegistryHistory
 from cerfleet.languages import row_writer
+from cerfleet.match_recognize.selecting import SelectingEvaluator
 from cerfleet.query import compile_query
 from cerfleet.streams import steps
 from cerfleet.workers.catalog import Catalog
 from cerfleet.workers.checkpoint import Checkpoint
 from cerfleet.workers.partition import PartitionState
-from cerfleet.workers.query_run import Output, output_record
+from cerfleet.workers.query_run import Output, numbered, output_record
 from cerfleet.workers.row_outputs import OMITTED_HEADER, TRUNCATED_HEADER
 from tests.shared.match_recognize.test_differential import _drop_numbers, _sorted, query_text
 from tests.shared.match_recognize.test_differential import cases as mr_cases
@@ -206,6 +207,12 @@ def _partition_rows(text: str, rows: list[dict[str, Any]], cut: int, data: st.Da
     seqs = {("q", 0): max((seq for seq, _, _ in out), default=-1)}
     restored = PartitionState.restore(catalog, topic, 0, ckpt, seqs)
     out += [(o.seq, o.ce.positions, o.value) for o in restored.process(records[cut:])[0]]
+    run = restored.runs.get("q")
+    if run is not None and isinstance(run.evaluator, SelectingEvaluator):
+        # The end of the input: the matches the standard's selection still held back.
+        out += [
+            (o.seq, o.ce.positions, o.value) for o in numbered(run, run.evaluator.finish(), ())[0]
+        ]
     assert [seq for seq, _, _ in out] == list(range(len(out))), "a row lost or repeated"
     matches: list[tuple[tuple[int, ...], list[Any]]] = []
     for _, positions, value in out:

@@ -42,6 +42,8 @@ def slice_epsilon(query: CompiledQuery, time_field: str) -> float | None:
     within = query.pattern.within
     if (
         query.partitioned
+        # The standard's selection: where matches start depends on every earlier row.
+        or query.selecting
         or within is None
         or query.consume is not pattern.Consume.NONE
         or query.strategy not in _SLICEABLE

@@ -21,9 +21,11 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
+from cerfleet.complex_event import ComplexEvent
 from cerfleet.evaluation.query_evaluator import QueryEvaluator
 from cerfleet.events.columns import columns_of
 from cerfleet.events.raw_event import RawEvent
+from cerfleet.query import Evaluator
 from cerfleet.workers.backfill.job_query import JobQuery
 from cerfleet.workers.backfill.schemas import BAD, BAD_RECORD, GOOD, MATCH, RESULT, STATS, UNKEYED
 from cerfleet.workers.outputs import output_key, record_value
@@ -124,7 +126,7 @@ class UnitRunner:
         self.query = job.compiled()
         self.bases = bases
         self._unit: object = _NONE
-        self._evaluator: QueryEvaluator | None = None
+        self._evaluator: Evaluator | None = None
         self._rows: RowOutputs | None = None  # a language whose output is rows
         self._coords = _Coordinates(0)
         self._next = 0  # position of the unit's next event
@@ -158,7 +160,7 @@ class UnitRunner:
         n = len(units)
         for k in range(1, n + 1):
             if k == n or units[k] != units[start]:
-                self._enter(units[start])
+                self._enter(units[start], out)
                 self._coords.extend(topics[start:k], partitions[start:k], offsets[start:k])
                 # Decoded run by run: a slice of a decoded batch's events would make
                 # every event of the run a Python object.
@@ -179,9 +181,10 @@ class UnitRunner:
             self.bad += 1
             out.other.append({"kind": BAD_RECORD, "query": self.job.name, **row})
 
-    def _enter(self, unit: object) -> None:
+    def _enter(self, unit: object, out: _Out) -> None:
         if unit == self._unit:
             return
+        self.end_unit(out)
         self._unit = unit
         self._evaluator = self.query.evaluator()
         # MATCH_NUMBER counts from 1 per key, and a unit is a key (or the whole stream).
@@ -216,7 +219,18 @@ class UnitRunner:
         n = len(events)
         positions = np.arange(self._next, self._next + n, dtype=np.int64)
         self._next += n
-        found = self._evaluator.process_columns(columns, events=events, positions=positions)
+        self._output(
+            self._evaluator.process_columns(columns, events=events, positions=positions), out
+        )
+
+    def end_unit(self, out: _Out) -> None:
+        """The end of the unit's rows: the matches a language's selection held back
+        for later rows are final (as at the end of ``cerfleet run``'s input)."""
+        ev = self._evaluator
+        if ev is not None and not isinstance(ev, QueryEvaluator):
+            self._output(ev.finish(), out)
+
+    def _output(self, found: Sequence[ComplexEvent], out: _Out) -> None:
         name = self.job.name
         sources = self._coords.sources
         first_own = self._first_own
@@ -284,6 +298,7 @@ def evaluate_batches(
         runner.run(batch, out)
         if len(out) >= 1_000:
             yield out.batch(job.name)
+    runner.end_unit(out)
     runner.stats(out)
     if counters is not None:
         for name, value in out.other[-1].items():

@@ -104,7 +104,40 @@ def test_a_bad_query_names_line_and_column(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "q.sql"
-    path.write_text("SELECT * FROM S MATCH_RECOGNIZE (\n  PATTERN (A B+)\n)", encoding="utf-8")
+    path.write_text(
+        "SELECT * FROM S MATCH_RECOGNIZE (\n  PATTERN (A B+) DEFINE B AS B.v < A.v\n)",
+        encoding="utf-8",
+    )
     assert main(["explain", str(path)]) == 2
     err = capsys.readouterr().err
-    assert "line 2" in err and "B+" in err
+    assert "line 2, column 25: DEFINE B reads other rows of the match" in err
+
+
+@pytest.mark.parametrize(
+    ("window", "per_row"),
+    [
+        ("", "O(states) = O(4) thread steps per row"),
+        (
+            "WITHIN INTERVAL '5' SECONDS",
+            "O(states x rows in the window) = O(4 x rows in the window) thread steps per row",
+        ),
+    ],
+)
+def test_a_skip_mode_over_a_variable_length_pattern_states_the_selection_s_cost(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], window: str, per_row: str
+) -> None:
+    path = tmp_path / "q.sql"
+    path.write_text(
+        f"""SELECT * FROM T MATCH_RECOGNIZE (MEASURES COUNT(*) AS n
+  AFTER MATCH SKIP TO NEXT ROW PATTERN (A B+? C) {window}
+  DEFINE A AS v > 1, C AS v < 0)""",
+        encoding="utf-8",
+    )
+    assert main(["explain", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "strategy: the language's own match selection (see below)" in out
+    skip = next(line for line in out if line.startswith("  skip: "))
+    assert skip.startswith("  skip: AFTER MATCH SKIP TO NEXT ROW: the standard's preferred match")
+    assert per_row in skip
+    assert "the rows from the next start row are read again" in skip
+    assert not any("EXPONENTIALLY" in line for line in out)

@@ -29,8 +29,21 @@ QUERIES = {
   MEASURES MATCH_NUMBER() AS mn, FIRST(A.price) AS first_price, COUNT(*) AS n
   ONE ROW PER MATCH PATTERN (A B C) WITHIN INTERVAL '1' SECOND
   DEFINE A AS A.volume > 300, B AS B.price > PREV(B.price), C AS C.price > PREV(C.price))""",
+    # A skip mode over a variable-length pattern (the standard's selection), per key:
+    # the matches pending at the end of a key's rows are final there, as at run's end.
+    "climb": """SELECT * FROM Stock MATCH_RECOGNIZE (PARTITION BY name
+  MEASURES MATCH_NUMBER() AS mn, FIRST(A.price) AS low, COUNT(B.*) AS ups, COUNT(C.*) AS downs
+  ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW
+  PATTERN (A B+ C+) DEFINE B AS B.price > PREV(B.price), C AS C.price < PREV(C.price))""",
+    # The same selection without PARTITION BY, reluctant, under a window on the time
+    # field: one task (where a match starts depends on every earlier row, no slices).
+    "climb_all": """SELECT * FROM Stock MATCH_RECOGNIZE (
+  MEASURES MATCH_NUMBER() AS mn, CLASSIFIER() AS var
+  ALL ROWS PER MATCH AFTER MATCH SKIP TO NEXT ROW
+  PATTERN (A B+? C) WITHIN INTERVAL '1' SECOND
+  DEFINE A AS A.volume > 900, B AS B.price >= PREV(B.price), C AS C.price < PREV(C.price))""",
 }
-MODES = {"dip": "keys", "rising": "whole"}
+MODES = {"dip": "keys", "rising": "whole", "climb": "keys", "climb_all": "whole"}
 
 
 @pytest.fixture(scope="module")
