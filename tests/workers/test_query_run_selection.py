@@ -66,7 +66,7 @@ def partition_rows(
     return out
 
 
-def _matches(out: Published) -> list[Any]:
+def published_matches(out: Published) -> list[Any]:
     assert [seq for seq, _, _ in out] == list(range(len(out))), "a row lost or repeated"
     matches: list[tuple[tuple[int, ...], list[Any]]] = []
     for _, positions, value in out:
@@ -93,7 +93,7 @@ def test_rows_through_a_crash_are_the_oracle_s(case: dict[str, Any], data: st.Da
     want = _sorted(expected(case))
     event("some match" if want else "no match")
     out = partition_rows(text, rows, cut, crash, published)
-    assert _matches(out) == want, text
+    assert published_matches(out) == want, text
 
 
 def test_pending_matches_survive_the_checkpoint() -> None:

@@ -14,13 +14,12 @@ from hypothesis import strategies as st
 from cerfleet.errors import MatchRecognizeError
 from cerfleet.fleet.registry import QuerySpec, RegistryHistory
 from cerfleet.languages import row_writer
-from cerfleet.match_recognize.selecting import SelectingEvaluator
 from cerfleet.query import compile_query
 from cerfleet.streams import steps
 from cerfleet.workers.catalog import Catalog
 from cerfleet.workers.checkpoint import Checkpoint
 from cerfleet.workers.partition import PartitionState
-from cerfleet.workers.query_run import Output, numbered, output_record
+from cerfleet.workers.query_run import Output, output_record
 from cerfleet.workers.row_outputs import OMITTED_HEADER, TRUNCATED_HEADER
 from tests.shared.match_recognize.test_differential import _drop_numbers, _sorted, query_text
 from tests.shared.match_recognize.test_differential import cases as mr_cases
@@ -28,6 +27,7 @@ from tests.shared.match_recognize.test_differential import expected as oracle_ro
 from tests.workers.test_lateness import BOUND as LATE_BOUND
 from tests.workers.test_lateness import _arrivals as late_arrivals
 from tests.workers.test_partition import events_st, records_of, split
+from tests.workers.test_query_run_selection import partition_rows, published_matches
 
 MR = "match_recognize"
 QUERIES: dict[str, str] = {
@@ -191,36 +191,9 @@ def _partition_rows(text: str, rows: list[dict[str, Any]], cut: int, data: st.Da
     """The rows a keyed partition publishes for the query ``text`` over ``rows`` (keyed
     offsets 0, 1, …), with a checkpoint after ``cut`` rows and a crash after a drawn
     prefix of the later rows was published: as (positions, [row, …]) per match."""
-    history = RegistryHistory()
-    history.apply(0, b"q", _spec("q", text).model_dump_json().encode())
-    assert history.errors == 0, text
-    catalog = Catalog(history, "k.")
-    topic = catalog.keyed_topic_of(history.current["q"])
-    records = records_of(rows, None, 1)
-    state = PartitionState(topic, 0, catalog)
-    out = [(o.seq, o.ce.positions, o.value) for o in state.process(records[:cut])[0]]
-    ckpt = Checkpoint.decode(state.checkpoint().encode())
-    crash = data.draw(st.integers(cut, len(records)), label="crash")
-    after = state.process(records[cut:crash])[0] if crash > cut else []
-    keep = data.draw(st.integers(0, len(after)), label="published")
-    out += [(o.seq, o.ce.positions, o.value) for o in after[:keep]]
-    seqs = {("q", 0): max((seq for seq, _, _ in out), default=-1)}
-    restored = PartitionState.restore(catalog, topic, 0, ckpt, seqs)
-    out += [(o.seq, o.ce.positions, o.value) for o in restored.process(records[cut:])[0]]
-    run = restored.runs.get("q")
-    if run is not None and isinstance(run.evaluator, SelectingEvaluator):
-        # The end of the input: the matches the standard's selection still held back.
-        out += [
-            (o.seq, o.ce.positions, o.value) for o in numbered(run, run.evaluator.finish(), ())[0]
-        ]
-    assert [seq for seq, _, _ in out] == list(range(len(out))), "a row lost or repeated"
-    matches: list[tuple[tuple[int, ...], list[Any]]] = []
-    for _, positions, value in out:
-        assert value is not None
-        if not matches or matches[-1][0] != tuple(positions):
-            matches.append((tuple(positions), []))
-        matches[-1][1].append(orjson.loads(value))
-    return matches
+    crash = data.draw(st.integers(cut, len(rows)), label="crash")
+    keep = data.draw(st.integers(0, 4 * len(rows)), label="published")
+    return published_matches(partition_rows(text, rows, cut, crash, keep))
 
 
 @settings(max_examples=300, deadline=None, database=None)
