@@ -30,7 +30,6 @@ that only feeds lag monitoring: the checkpoint is what a successor resumes from.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from contextlib import suppress
 
@@ -47,18 +46,14 @@ from cerfleet.workers.checkpoint import read_checkpoint, scan, write_checkpoint
 from cerfleet.workers.metrics import WorkerMetrics
 from cerfleet.workers.outputs import published_seqs
 from cerfleet.workers.partition import PartitionState
+from cerfleet.workers.stalls import TP, CheckpointTimeout, StallWatch
 
 log = logging.getLogger(__name__)
 
-TP = tuple[str, int]
 PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
 
 
-class CheckpointTimeout(Exception):
-    """The producers could not be flushed in time: no checkpoint was written."""
-
-
-class Ownership:
+class Ownership(StallWatch):
     """The worker's owned partitions: rebalance callbacks, restores, checkpoint rounds."""
 
     settings: WorkerSettings
@@ -77,13 +72,11 @@ class Ownership:
     _incremental: bool
     # Assigned (paused) but not yet restored, in assignment order.
     _pending: dict[TP, None]
+    # Whether the registry must be read to its end before the next restore: set when
+    # partitions are assigned (or put back after a stall), so once per assignment.
+    _registry_stale: bool = True
     # transactions: the producer of each owned keyed partition.
     _txn: dict[TP, Producer]
-    # Stalls (see _check_stall): set by the ticker thread, the member id the last
-    # rebalance callback saw, and the partitions to probe ownership with.
-    _stalled: threading.Event
-    _member: str | None
-    _suspect: dict[TP, int]
 
     # -- producers ---------------------------------------------------------------------
 
@@ -208,80 +201,6 @@ class Ownership:
             n = self._partitions[topic] = partition_count(self.settings.client_config(), topic)
         return n
 
-    # -- stalls -------------------------------------------------------------------------
-
-    def _session_timeout(self) -> float:
-        s = self.settings
-        ms = s.consumer.get("session.timeout.ms", s.kafka.get("session.timeout.ms", "45000"))
-        return float(ms) / 1000
-
-    def _start_stall_watch(self) -> threading.Event:
-        """Starts the ticker thread; setting the event returned stops it."""
-        stop = threading.Event()
-        threading.Thread(
-            target=self._watch_stalls, args=(stop,), name="stall-watch", daemon=True
-        ).start()
-        return stop
-
-    def _watch_stalls(self, stop: threading.Event) -> None:
-        """A ticker thread: a gap of over a session timeout between its ticks means the
-        whole process stood still (SIGSTOP, a VM pause), heartbeats included."""
-        limit = self._session_timeout()
-        last = time.monotonic()
-        while not stop.wait(0.1):
-            now = time.monotonic()
-            if now - last > limit:
-                self._stalled.set()
-            last = now
-
-    def _check_stall(self) -> bool:
-        """Whether the partitions may have been lost to a stall (see ``_watch_stalls``).
-        The group may have given them to a successor meanwhile, so what was fetched or
-        evaluated since must not be published and no checkpoint written: each partition
-        goes back to being restored (from its checkpoint and the output tails, once all
-        is flushed), and nothing is restored until the group confirms that this member
-        still owns them."""
-        if not self._stalled.is_set():
-            return False
-        self._stalled.clear()
-        log.warning("stalled for over a session timeout: the partitions may have moved on")
-        try:
-            self._flush(time.monotonic() + self.settings.revoke_timeout)
-        except CheckpointTimeout as exc:
-            log.error("flush after a stall: %s", exc)
-        for tp, state in list(self.states.items()):
-            self._suspect[tp] = state.next_offset
-            del self.states[tp]
-            self._pending[tp] = None
-            self.consumer.pause([KafkaTP(*tp)])
-            producer = self._txn.pop(tp, None)
-            if producer is not None:
-                # Its open transaction holds outputs the restore's read_committed scan
-                # cannot see: abort them, and let the restore make them again.
-                self._close_transactional(tp, producer)
-        return True
-
-    def _owner_confirmed(self) -> bool:
-        """After a stall: whether this member still owns what it held (the same member id
-        as at the last rebalance, and the group accepts its offset commit)."""
-        if not self._suspect:
-            return True
-        owned = {tp: o for tp, o in self._suspect.items() if tp in self._pending}
-        if owned:
-            try:
-                if self.consumer.memberid() != self._member:
-                    raise KafkaException(KafkaError(KafkaError.UNKNOWN_MEMBER_ID))
-                self.consumer.commit(
-                    offsets=[KafkaTP(t, p, o) for (t, p), o in owned.items()],
-                    asynchronous=False,
-                )
-            except KafkaException as exc:
-                log.info("ownership not confirmed yet: %s", exc)
-                return False
-        log.info("still the owner after the stall: restoring %d partitions", len(owned))
-        self._suspect.clear()
-        return True
-
     # -- rebalances --------------------------------------------------------------------
 
     def _on_assign(self, consumer: Consumer, partitions: list[KafkaTP]) -> None:
@@ -296,6 +215,8 @@ class Ownership:
             consumer.pause(partitions)
         for tp in partitions:
             self._pending[(tp.topic, tp.partition)] = None
+        if partitions:
+            self._registry_stale = True
         where = ", ".join(f"{t.topic}[{t.partition}]" for t in partitions)
         log.info("assigned %s (restoring)", where or "nothing")
 
@@ -304,10 +225,21 @@ class Ownership:
         if not self._owner_confirmed():
             return
         tp = next(iter(self._pending))
-        self.registry.catch_up(self.settings.registry_wait)
+        if self._registry_stale:
+            # Once per assignment, not per partition (a read to the registry's end is a
+            # broker round trip: 8 restores spent 2.8 s in them on tansu): each
+            # checkpoint was written before its partition was assigned here.
+            self.registry.catch_up(self.settings.registry_wait)
+            self._registry_stale = False
         if self.settings.transactions and tp not in self._txn:
             self._txn[tp] = self._transactional_producer(tp)
-        state = self._recover(*tp)
+        try:
+            state = self._recover(*tp)
+        except LookupError:
+            # A checkpoint naming a query version registered after that read (a fenced
+            # predecessor's last round): read the registry again.
+            self.registry.catch_up(self.settings.registry_wait)
+            state = self._recover(*tp)
         del self._pending[tp]
         self.states[tp] = state
         offset = state.next_offset if state.next_offset > 0 else OFFSET_BEGINNING

@@ -1,0 +1,125 @@
+"""Stalls: a worker process that stood still (SIGSTOP, a VM pause) for over a session
+timeout may have lost its partitions to a successor without a rebalance callback.
+
+A ticker thread notices the gap; the loop then drops what it fetched or evaluated
+since, puts each partition back to be restored, and restores nothing until the group
+confirms that this member still owns them (same member id, an offset commit
+accepted). Part of ``Ownership``, kept apart for its size.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import TopicPartition as KafkaTP
+
+from cerfleet.fleet.settings import WorkerSettings
+from cerfleet.workers.partition import PartitionState
+
+__all__ = ["TP", "CheckpointTimeout", "StallWatch"]
+
+log = logging.getLogger(__name__)
+
+TP = tuple[str, int]
+
+
+class CheckpointTimeout(Exception):
+    """The producers could not be flushed in time: no checkpoint was written."""
+
+
+class StallWatch:
+    """Noticing a stall and confirming ownership after it (mixed into ``Ownership``)."""
+
+    settings: WorkerSettings
+    states: dict[TP, PartitionState]
+    consumer: Consumer
+    _pending: dict[TP, None]
+    _txn: dict[TP, Producer]
+    # Set by the ticker thread; the member id the last rebalance callback saw; the
+    # partitions to probe ownership with.
+    _stalled: threading.Event
+    _member: str | None
+    _suspect: dict[TP, int]
+    _registry_stale: bool
+
+    def _flush(self, deadline: float) -> None:
+        raise NotImplementedError  # Ownership's
+
+    def _close_transactional(self, tp: TP, producer: Producer) -> None:
+        raise NotImplementedError  # Ownership's
+
+    def _session_timeout(self) -> float:
+        s = self.settings
+        ms = s.consumer.get("session.timeout.ms", s.kafka.get("session.timeout.ms", "45000"))
+        return float(ms) / 1000
+
+    def _start_stall_watch(self) -> threading.Event:
+        """Starts the ticker thread; setting the event returned stops it."""
+        stop = threading.Event()
+        threading.Thread(
+            target=self._watch_stalls, args=(stop,), name="stall-watch", daemon=True
+        ).start()
+        return stop
+
+    def _watch_stalls(self, stop: threading.Event) -> None:
+        """A ticker thread: a gap of over a session timeout between its ticks means the
+        whole process stood still (SIGSTOP, a VM pause), heartbeats included."""
+        limit = self._session_timeout()
+        last = time.monotonic()
+        while not stop.wait(0.1):
+            now = time.monotonic()
+            if now - last > limit:
+                self._stalled.set()
+            last = now
+
+    def _check_stall(self) -> bool:
+        """Whether the partitions may have been lost to a stall (see ``_watch_stalls``).
+        The group may have given them to a successor meanwhile, so what was fetched or
+        evaluated since must not be published and no checkpoint written: each partition
+        goes back to being restored (from its checkpoint and the output tails, once all
+        is flushed), and nothing is restored until the group confirms that this member
+        still owns them."""
+        if not self._stalled.is_set():
+            return False
+        self._stalled.clear()
+        log.warning("stalled for over a session timeout: the partitions may have moved on")
+        try:
+            self._flush(time.monotonic() + self.settings.revoke_timeout)
+        except CheckpointTimeout as exc:
+            log.error("flush after a stall: %s", exc)
+        for tp, state in list(self.states.items()):
+            self._suspect[tp] = state.next_offset
+            del self.states[tp]
+            self._pending[tp] = None
+            self._registry_stale = True
+            self.consumer.pause([KafkaTP(*tp)])
+            producer = self._txn.pop(tp, None)
+            if producer is not None:
+                # Its open transaction holds outputs the restore's read_committed scan
+                # cannot see: abort them, and let the restore make them again.
+                self._close_transactional(tp, producer)
+        return True
+
+    def _owner_confirmed(self) -> bool:
+        """After a stall: whether this member still owns what it held (the same member id
+        as at the last rebalance, and the group accepts its offset commit)."""
+        if not self._suspect:
+            return True
+        owned = {tp: o for tp, o in self._suspect.items() if tp in self._pending}
+        if owned:
+            try:
+                if self.consumer.memberid() != self._member:
+                    raise KafkaException(KafkaError(KafkaError.UNKNOWN_MEMBER_ID))
+                self.consumer.commit(
+                    offsets=[KafkaTP(t, p, o) for (t, p), o in owned.items()],
+                    asynchronous=False,
+                )
+            except KafkaException as exc:
+                log.info("ownership not confirmed yet: %s", exc)
+                return False
+        log.info("still the owner after the stall: restoring %d partitions", len(owned))
+        self._suspect.clear()
+        return True
