@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -30,9 +30,10 @@ import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from prometheus_client import CollectorRegistry
 
+from cerfleet.coordinator.input_sync import SyncedInput
 from cerfleet.coordinator.metrics import RouterMetrics
 from cerfleet.coordinator.partition_keys import Extracted, KeyExtractor, clock_of
-from cerfleet.coordinator.time_merge import TimeMerge
+from cerfleet.coordinator.time_merge import Run
 from cerfleet.fleet.batching import BATCHED_PRODUCER, drain
 from cerfleet.fleet.commits import commit_with_retry
 from cerfleet.fleet.groups import Group, groups_by_topic, groups_of
@@ -56,11 +57,11 @@ _NO_PARTITION_KEY = b"[]"  # a query without PARTITION BY: one key, one keyed pa
 class _Fetched:
     """One input partition's fetched records, with their routing extracted."""
 
-    topic: str
-    partition: int
     msgs: list[Message]
     values: list[bytes | None]
     offsets: list[int]
+    srcs: list[bytes]  # each record's input coordinates, as ``encode_src`` writes them
+    stamps: list[tuple[int, int]]  # each record's (timestamp type, timestamp)
     extractor: KeyExtractor
     extracted: Extracted
     reg: bytes  # the registry offset of the routing table it was extracted for
@@ -83,10 +84,9 @@ class Router:
         self._pending: dict[tuple[str, int], int] = {}  # next offset to commit, per input
         self._failure: KafkaError | None = None
         self._extractors: dict[str, KeyExtractor] = {}  # per input topic, for its groups
-        self._merge: TimeMerge[_Fetched] = TimeMerge(settings.merge_idle)
-        self._paused: set[tuple[str, int]] = set()
-        # A partition buffering this many records is paused until half are forwarded.
-        self._buffer_cap = 2 * settings.batch_size
+        self._input: SyncedInput[_Fetched] = SyncedInput(
+            settings.merge_idle, 2 * settings.batch_size
+        )
 
     def run(self, stop: threading.Event) -> None:
         s = self.settings
@@ -139,8 +139,7 @@ class Router:
     def _update(self, registry: Registry) -> None:
         """Rebuild the routing table after a registry change."""
         # Buffered records were extracted for the old table: forward them by it first.
-        for run in self._merge.take(time.monotonic(), force=True):
-            self._emit(*run)
+        self._emit(self._input.merge.take(time.monotonic(), force=True))
         groups = groups_of(registry.current, self.settings.keyed_topic_prefix)
         keyed = {g.keyed_topic: self.settings.keyed_partitions for g in groups.values()}
         if keyed:
@@ -163,7 +162,7 @@ class Router:
             else:
                 self._consumer.unsubscribe()
             self._subscribed = inputs
-        self._merged_partitions(self._consumer.assignment())
+        self._input.cover(self._consumer.assignment(), self._merged)
         log.info(
             "routing %d queries in %d groups from %s (registry offset %d)",
             len(registry.current),
@@ -195,7 +194,7 @@ class Router:
             part.append(msg)
             ended.discard(tp)
         now = time.monotonic()
-        merge = self._merge
+        merge = self._input.merge
         for tp, part in by_tp.items():
             fetched = self._extract(tp[0], tp[1], part, reg)
             if fetched is None:
@@ -204,12 +203,11 @@ class Router:
             if times is not None and tp in merge:
                 merge.push(tp, fetched, times, now)
             else:
-                self._emit(tp, fetched, 0, len(part))
+                self._emit([(tp, fetched, 0, len(part))])
         for tp in ended:
             merge.end(tp)
-        for run in merge.take(now):
-            self._emit(*run)
-        self._throttle()
+        self._emit(merge.take(now))
+        self._input.throttle(self._consumer)
         self._producer.poll(0)
 
     def _extract(
@@ -224,101 +222,107 @@ class Router:
             self._pending[(topic, partition)] = offsets[-1] + 1
             return None
         values: list[bytes | None] = [m.value() for m in msgs]
-        extracted = extractor.extract(values)
-        return _Fetched(topic, partition, msgs, values, offsets, extractor, extracted, reg)
-
-    def _emit(self, tp: tuple[str, int], fetched: _Fetched, start: int, stop: int) -> None:
-        """Copy records ``start:stop`` of ``fetched``, in order; values are copied, never
-        re-encoded."""
-        topic, partition = tp
-        msgs = fetched.msgs
-        values = fetched.values
-        offsets = fetched.offsets
-        self._pending[tp] = offsets[stop - 1] + 1
-        extractor = fetched.extractor
-        rejected = fetched.extracted.rejected
-        reg = fetched.reg
         # The input coordinates as ``encode_src`` writes them, without a call per record.
         prefix = b"[" + orjson.dumps(topic) + b",%d,%d]"
+        return _Fetched(
+            msgs,
+            values,
+            offsets,
+            [prefix % (partition, o) for o in offsets],
+            [m.timestamp() for m in msgs],
+            extractor,
+            extractor.extract(values),
+            reg,
+        )
+
+    def _emit(self, runs: Sequence[Run[_Fetched]]) -> None:
+        """Copy the records of ``runs``, in order; values are copied, never re-encoded.
+        Runs are short when the partitions' clocks interleave, so consecutive runs of one
+        extractor are copied in one loop per group (copies to different keyed topics
+        need no order between them)."""
+        pending = self._pending
+        for tp, fetched, _, stop in runs:
+            pending[tp] = fetched.offsets[stop - 1] + 1
+        a, n = 0, len(runs)
+        while a < n:
+            extractor = runs[a][1].extractor
+            b = a + 1
+            while b < n and runs[b][1].extractor is extractor:
+                b += 1
+            self._emit_segment(extractor, runs[a:b])
+            a = b
+
+    def _emit_segment(self, extractor: KeyExtractor, runs: Sequence[Run[_Fetched]]) -> None:
         produce = self._producer.produce
         delivered = self._delivered
-        for group, all_keys in zip(extractor.groups, fetched.extracted.keys, strict=True):
+        for g, group in enumerate(extractor.groups):
             routed = unkeyed = 0
             keyed_topic = group.keyed_topic
-            keys = all_keys[start:stop] if start or stop < len(all_keys) else all_keys
-            for i, key in enumerate(keys, start):
-                if isinstance(key, bytes):
-                    ts_type, ts = msgs[i].timestamp()
-                    headers: list[tuple[str, str | bytes | None]] = [
-                        (SRC_HEADER, prefix % (partition, offsets[i])),
-                        (REGISTRY_HEADER, reg),
-                    ]
-                    try:
-                        if ts_type:
-                            produce(
-                                keyed_topic,
-                                values[i],
-                                key,
-                                headers=headers,
-                                timestamp=ts,
-                                on_delivery=delivered,
-                            )
-                        else:
-                            produce(
-                                keyed_topic,
-                                values[i],
-                                key,
-                                headers=headers,
-                                on_delivery=delivered,
-                            )
-                    except BufferError:  # the local queue is full: the slow path waits
-                        self._produce(keyed_topic, key, values[i], headers, ts if ts_type else None)
-                    routed += 1
-                elif key is None:
-                    if i not in rejected:
-                        unkeyed += 1
-                else:
-                    self._dead_letter(
-                        msgs[i],
-                        prefix % (partition, offsets[i]),
-                        "no_type",
-                        f"type field {key.field!r} missing or not a string",
-                    )
+            for _, fetched, start, stop in runs:
+                keys = fetched.extracted.keys[g]
+                rejected = fetched.extracted.rejected
+                values, srcs, stamps, reg = (
+                    fetched.values,
+                    fetched.srcs,
+                    fetched.stamps,
+                    fetched.reg,
+                )
+                for i in range(start, stop):
+                    key = keys[i]
+                    if isinstance(key, bytes):
+                        ts_type, ts = stamps[i]
+                        headers: list[tuple[str, str | bytes | None]] = [
+                            (SRC_HEADER, srcs[i]),
+                            (REGISTRY_HEADER, reg),
+                        ]
+                        try:
+                            if ts_type:
+                                produce(
+                                    keyed_topic,
+                                    values[i],
+                                    key,
+                                    headers=headers,
+                                    timestamp=ts,
+                                    on_delivery=delivered,
+                                )
+                            else:
+                                produce(
+                                    keyed_topic,
+                                    values[i],
+                                    key,
+                                    headers=headers,
+                                    on_delivery=delivered,
+                                )
+                        except BufferError:  # the local queue is full: the slow path waits
+                            stamp = ts if ts_type else None
+                            self._produce(keyed_topic, key, values[i], headers, stamp)
+                        routed += 1
+                    elif key is None:
+                        if i not in rejected:
+                            unkeyed += 1
+                    else:
+                        self._dead_letter(
+                            fetched.msgs[i],
+                            srcs[i],
+                            "no_type",
+                            f"type field {key.field!r} missing or not a string",
+                        )
             if routed:
                 self.metrics.routed.labels(keyed_topic).inc(routed)
             if unkeyed:
                 self.metrics.unkeyed.labels(keyed_topic).inc(unkeyed)
-        for i, verdict in sorted(rejected.items()):
-            if start <= i < stop:
-                self._dead_letter(
-                    msgs[i], prefix % (partition, offsets[i]), verdict.reason, verdict.error
-                )
+        for _, fetched, start, stop in runs:
+            rejected = fetched.extracted.rejected
+            for i, verdict in sorted(rejected.items()) if rejected else ():
+                if start <= i < stop:
+                    self._dead_letter(
+                        fetched.msgs[i], fetched.srcs[i], verdict.reason, verdict.error
+                    )
 
-    def _throttle(self) -> None:
-        """Pause a partition buffering too much (the merge waits for another), resume it
-        once half is forwarded: librdkafka then fetches from the position after the
-        records buffered, so pausing loses nothing."""
-        cap = self._buffer_cap
-        merge = self._merge
-        for tp in merge.partitions():
-            n = merge.buffered(tp)
-            if n >= cap and tp not in self._paused:
-                self._consumer.pause([TopicPartition(*tp)])
-                self._paused.add(tp)
-            elif n < cap // 2 and tp in self._paused:
-                self._consumer.resume([TopicPartition(*tp)])
-                self._paused.discard(tp)
-
-    def _merged_partitions(self, assigned: list[TopicPartition]) -> None:
-        """Make the merge cover exactly the assigned partitions of topics with a clock."""
-        wanted = {
-            (tp.topic, tp.partition)
-            for tp in assigned
-            if (x := self._extractors.get(tp.topic)) is not None and x.clock is not None
-        }
-        merge = self._merge
-        merge.revoke([tp for tp in merge.partitions() if tp not in wanted])
-        merge.assign(sorted(wanted), time.monotonic())
+    def _merged(self, topic: str) -> bool:
+        """Whether ``topic``'s records are merged in time order: its queries have a clock."""
+        extractor = self._extractors.get(topic)
+        return extractor is not None and extractor.clock is not None
 
     def _produce(
         self,
@@ -374,7 +378,7 @@ class Router:
             self._pending.pop((tp.topic, tp.partition), None)
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        self._merged_partitions([*consumer.assignment(), *partitions])
+        self._input.cover([*consumer.assignment(), *partitions], self._merged)
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         try:
@@ -382,14 +386,6 @@ class Router:
         except KafkaException as exc:
             log.warning("commit on revoke failed (records will be routed again): %s", exc)
         revoked = [(tp.topic, tp.partition) for tp in partitions]
-        # Buffered records were never forwarded nor committed: the next owner reads them.
-        self._merge.revoke(revoked)
-        paused = [TopicPartition(*tp) for tp in revoked if tp in self._paused]
-        if paused:
-            try:
-                consumer.resume(paused)
-            except KafkaException as exc:
-                log.warning("resume on revoke: %s", exc)
-            self._paused.difference_update(revoked)
+        self._input.revoke(consumer, revoked)
         for tp in revoked:
             self._pending.pop(tp, None)

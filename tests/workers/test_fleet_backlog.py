@@ -10,6 +10,7 @@ partition's backlog and the lateness horizon drops nothing.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -60,13 +61,8 @@ def _write_backlog(fleet: Fleet, topic: str, events: list[dict[str, Any]]) -> li
     return index
 
 
-def test_a_backlog_of_four_partitions_gives_the_time_ordered_answer(fleet: Fleet) -> None:
-    events = to_dicts(stock(N_EVENTS, seed=3))
-    clocks = [e["stock_time"] for e in events]
-    assert clocks == sorted(clocks)
-    # The backlog spans many horizons (a minute of clock), so copying one partition's
-    # backlog ahead of another's would make the other's events late.
-    assert clocks[-1] - clocks[0] > 20 * 60_000
+def _submit(fleet: Fleet, events: list[dict[str, Any]]) -> tuple[Any, list[list[int]]]:
+    """The query, its output reader and the backlog written; the backlog's index."""
     source = fleet.topic("stock", INPUT_PARTITIONS)
     out = fleet.topic("out", 4)
     path = fleet.log_dir / "partitioned.ceql"
@@ -78,10 +74,10 @@ def test_a_backlog_of_four_partitions_gives_the_time_ordered_answer(fleet: Fleet
     reader = fleet.reader(out, 4)
     index = _write_backlog(fleet, source, events)
     assert all(len(p) > N_EVENTS // 20 for p in index)
+    return reader, index
 
-    fleet.coordinator()
-    fleet.worker()
 
+def _check(reader: Any, index: list[list[int]], events: list[dict[str, Any]]) -> int:
     compiled = compile_query(PARTITIONED, time_field="stock_time")
     want = Counter(ce.positions for ce in compiled.evaluator().process_batch(events))
     assert sum(want.values()) > 1000
@@ -95,3 +91,42 @@ def test_a_backlog_of_four_partitions_gives_the_time_ordered_answer(fleet: Fleet
     assert not missing and not extra, (
         f"{sum(missing.values())} missing, {sum(extra.values())} extra of {sum(want.values())}"
     )
+    return sum(want.values())
+
+
+def _events() -> list[dict[str, Any]]:
+    events = to_dicts(stock(N_EVENTS, seed=3))
+    clocks = [e["stock_time"] for e in events]
+    assert clocks == sorted(clocks)
+    # The backlog spans many horizons (a minute of clock), so copying one partition's
+    # backlog ahead of another's would make the other's events late.
+    assert clocks[-1] - clocks[0] > 20 * 60_000
+    return events
+
+
+def test_a_backlog_of_four_partitions_gives_the_time_ordered_answer(fleet: Fleet) -> None:
+    events = _events()
+    reader, index = _submit(fleet, events)
+    fleet.coordinator()
+    fleet.worker()
+    _check(reader, index, events)
+
+
+def test_a_coordinator_killed_while_buffering_loses_and_repeats_nothing(fleet: Fleet) -> None:
+    """SIGKILL while records are buffered, unforwarded and uncommitted: its successor reads
+    them again from the last commit (workers drop the copies they already have)."""
+    events = _events()
+    reader, index = _submit(fleet, events)
+    fleet.worker()
+    # Small batches: the kill lands mid-backlog, with records forwarded but not yet
+    # committed and others fetched but still buffered.
+    first = fleet.coordinator("--batch-size", "100")
+    deadline = time.monotonic() + 60
+    while first.metric("cerfleet_coordinator_routed_total") < N_EVENTS // 4:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    first.kill()
+    second = fleet.coordinator()
+    _check(reader, index, events)
+    # The successor routed what was left, and some of it again.
+    assert second.metric("cerfleet_coordinator_events_in_total") > N_EVENTS // 10
