@@ -29,7 +29,8 @@ def register(subparsers: Any) -> None:
 def _coordinator(args: argparse.Namespace) -> int:
     from prometheus_client import CollectorRegistry
 
-    from cerfleet.coordinator.router import Router, RouterMetrics
+    from cerfleet.coordinator.metrics import RouterMetrics
+    from cerfleet.coordinator.router import Router
     from cerfleet.fleet.service import serve, settings_from_args
     from cerfleet.fleet.settings import CoordinatorSettings
 

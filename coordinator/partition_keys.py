@@ -13,7 +13,7 @@ size or depth limits), is judged by ``decode_event`` itself.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from operator import attrgetter
@@ -21,11 +21,13 @@ from typing import Any, cast
 
 import msgspec
 
+from cerfleet.events.timestamps import parse_timestamp
 from cerfleet.fleet.groups import Group
 from cerfleet.fleet.keyed import key_of_values, one_string_key
 from cerfleet.fleet.records import RecordLimits, Rejected, decode_event, near_limits
+from cerfleet.pattern import Window, WindowKind
 
-__all__ = ["Extracted", "KeyExtractor", "MissingType"]
+__all__ = ["Clock", "Extracted", "KeyExtractor", "MissingType"]
 
 _DECODE_ERRORS = (msgspec.MsgspecError, ValueError, RecursionError)
 # orjson refuses integers beyond 64 bits and numbers beyond a double's range, anywhere in
@@ -50,15 +52,63 @@ Routing = bytes | None | MissingType
 class Extracted:
     rejected: dict[int, Rejected]  # records that are not events
     keys: list[list[Routing]]  # per group (in the extractor's order), per record
+    # Per record, its clock (``Clock``), None when it has none; None without a clock.
+    times: list[float | None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Clock:
+    """What the coordinator orders records by: a field and how its value reads as a
+    clock (``parse_timestamp`` for a time window, a number for an attribute window)."""
+
+    field: str
+    parse: Callable[[Any], float | None]
+
+
+def window_clock(window: Window | None, time_field: str) -> Clock | None:
+    """The clock ``window`` measures (as ``evaluation.window.clock_of`` reads it), None
+    for a count window or none."""
+    if window is None or window.kind is WindowKind.EVENTS:
+        return None
+    if window.kind is WindowKind.TIME:
+        return Clock(time_field, parse_timestamp)
+    assert window.attr is not None
+    return Clock(window.attr, _number)
+
+
+def clock_of(groups: Sequence[Group]) -> Clock | None:
+    """The clock the queries of ``groups`` window by, when they agree on one. None when
+    none has a time or attribute window, or they differ: records are then forwarded as
+    fetched."""
+    clocks = {
+        clock
+        for group in groups
+        for entry in group.queries.values()
+        if (clock := window_clock(entry.query.pattern.within, entry.spec.time_field)) is not None
+    }
+    return clocks.pop() if len(clocks) == 1 else None
+
+
+def _number(value: Any) -> float | None:
+    """An attribute window's clock: a number (not a boolean), NaN being none."""
+    if type(value) is int or type(value) is float:
+        return float(value) if value == value else None
+    return None
 
 
 class KeyExtractor:
     """Extracts what routing needs for ``groups`` (the groups of one input topic)."""
 
-    def __init__(self, groups: Sequence[Group], limits: RecordLimits) -> None:
+    def __init__(
+        self, groups: Sequence[Group], limits: RecordLimits, clock: Clock | None = None
+    ) -> None:
         self.groups = list(groups)
         self.limits = limits
-        names = sorted({n for g in self.groups for n in (*g.type_fields, *g.id.partition_attrs)})
+        self.clock = clock
+        read = {n for g in self.groups for n in (*g.type_fields, *g.id.partition_attrs)}
+        if clock is not None:
+            read.add(clock.field)
+        names = sorted(read)
         # Field names are identifiers; the attributes may be any string (renamed).
         field_of = {n: f"f{i}" for i, n in enumerate(names)}
         struct = msgspec.defstruct(
@@ -68,6 +118,7 @@ class KeyExtractor:
             gc=False,
         )
         self._decode = msgspec.json.Decoder(struct).decode
+        self._clock = None if clock is None else (clock.field, field_of[clock.field])
         # Per group: its type fields and PARTITION BY attributes, as (name, struct field).
         self._plans = [
             (
@@ -98,7 +149,27 @@ class KeyExtractor:
                 except _DECODE_ERRORS:
                     events.append(self._judged(i, value, rejected))
         keys = [self._keys(events, *plan) for plan in self._plans]
-        return Extracted(rejected, keys)
+        return Extracted(rejected, keys, self._times(events))
+
+    def _times(self, events: list[Any]) -> list[float | None] | None:
+        """Every record's clock: at once when all are structs with int or float values."""
+        if self._clock is None or self.clock is None:
+            return None
+        name, attr = self._clock
+        parse = self.clock.parse
+        if None not in events and dict not in set(map(type, events)):
+            values = list(map(attrgetter(attr), events))
+            if set(map(type, values)) <= {int, float}:
+                return list(map(parse, values))
+        times: list[float | None] = []
+        for event in events:
+            if event is None:
+                times.append(None)
+            elif type(event) is dict:
+                times.append(parse(event.get(name)))
+            else:
+                times.append(parse(getattr(event, attr)))
+        return times
 
     def _suspects(self, values: Sequence[bytes | None]) -> set[int]:
         """Records ``decode_event`` must judge itself: tombstones, values over the size

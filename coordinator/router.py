@@ -7,9 +7,14 @@ unchanged (value and timestamp) to each group reading its topic, keyed by
 the group's PARTITION BY values; a record that is not a JSON object, or lacks
 a query's type field, goes to the dead-letter topic instead.
 
-Offsets are committed only after the copies are acknowledged, so a crash
-re-routes some records rather than losing them; the copies carry their input
-coordinates and workers drop the ones they have already processed.
+Records are forwarded in event-time order across the assigned input partitions
+(``time_merge``), so that a keyed partition's clock does not run ahead of a slower
+input partition's records.
+
+Offsets are committed only after the copies are acknowledged, and only past records
+forwarded, so a crash or a rebalance re-routes some records rather than losing them;
+the copies carry their input coordinates and workers drop the ones they have already
+processed.
 """
 
 from __future__ import annotations
@@ -17,14 +22,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry
 
-from cerfleet.coordinator.partition_keys import KeyExtractor
+from cerfleet.coordinator.input_sync import SyncedInput
+from cerfleet.coordinator.metrics import RouterMetrics
+from cerfleet.coordinator.partition_keys import Extracted, KeyExtractor, clock_of
+from cerfleet.coordinator.time_merge import Run
 from cerfleet.fleet.batching import BATCHED_PRODUCER, drain
 from cerfleet.fleet.commits import commit_with_retry
 from cerfleet.fleet.groups import Group, groups_by_topic, groups_of
@@ -34,7 +43,6 @@ from cerfleet.fleet.keyed import (
     SRC_HEADER,
     STAGE_HEADER,
 )
-from cerfleet.fleet.observability import dead_letters_counter
 from cerfleet.fleet.registry import Registry
 from cerfleet.fleet.registry import ensure_topic as ensure_registry_topic
 from cerfleet.fleet.settings import CoordinatorSettings
@@ -45,26 +53,18 @@ log = logging.getLogger(__name__)
 _NO_PARTITION_KEY = b"[]"  # a query without PARTITION BY: one key, one keyed partition
 
 
-class RouterMetrics:
-    def __init__(self, registry: CollectorRegistry) -> None:
-        self.events_in = Counter(
-            "cerfleet_coordinator_events_in", "Input records read", ["topic"], registry=registry
-        )
-        self.routed = Counter(
-            "cerfleet_coordinator_routed",
-            "Records copied to a keyed topic",
-            ["keyed_topic"],
-            registry=registry,
-        )
-        self.unkeyed = Counter(
-            "cerfleet_coordinator_unkeyed",
-            "Records skipped for a group because a PARTITION BY attribute was missing",
-            ["keyed_topic"],
-            registry=registry,
-        )
-        self.dead_letters = dead_letters_counter(registry)
-        self.queries = Gauge("cerfleet_queries", "Registered queries", registry=registry)
-        self.groups = Gauge("cerfleet_groups", "Query groups (keyed topics)", registry=registry)
+@dataclass(slots=True)
+class _Fetched:
+    """One input partition's fetched records, with their routing extracted."""
+
+    msgs: list[Message]
+    values: list[bytes | None]
+    offsets: list[int]
+    srcs: list[bytes]  # each record's input coordinates, as ``encode_src`` writes them
+    stamps: list[tuple[int, int]]  # each record's (timestamp type, timestamp)
+    extractor: KeyExtractor
+    extracted: Extracted
+    reg: bytes  # the registry offset of the routing table it was extracted for
 
 
 class Router:
@@ -84,6 +84,9 @@ class Router:
         self._pending: dict[tuple[str, int], int] = {}  # next offset to commit, per input
         self._failure: KafkaError | None = None
         self._extractors: dict[str, KeyExtractor] = {}  # per input topic, for its groups
+        self._input: SyncedInput[_Fetched] = SyncedInput(
+            settings.merge_idle, 2 * settings.batch_size
+        )
 
     def run(self, stop: threading.Event) -> None:
         s = self.settings
@@ -106,6 +109,8 @@ class Router:
                     "group.id": s.group_id,
                     "enable.auto.commit": "false",
                     "auto.offset.reset": "earliest",
+                    # A partition read to its end holds no record back (``time_merge``).
+                    "enable.partition.eof": "true",
                 }
             )
         )
@@ -133,12 +138,17 @@ class Router:
 
     def _update(self, registry: Registry) -> None:
         """Rebuild the routing table after a registry change."""
+        # Buffered records were extracted for the old table: forward them by it first.
+        self._emit(self._input.merge.take(time.monotonic(), force=True))
         groups = groups_of(registry.current, self.settings.keyed_topic_prefix)
         keyed = {g.keyed_topic: self.settings.keyed_partitions for g in groups.values()}
         if keyed:
             ensure_topics(self.settings.client_config(), keyed)
         self._by_topic = groups_by_topic(groups)
-        self._extractors = {}
+        limits = self._limits
+        self._extractors = {
+            t: KeyExtractor(gs, limits, clock_of(gs)) for t, gs in self._by_topic.items()
+        }
         self.metrics.queries.set(len(registry.current))
         self.metrics.groups.set(len(groups))
         inputs = tuple(sorted(self._by_topic))
@@ -146,10 +156,13 @@ class Router:
             if inputs:
                 ensure_topics(self.settings.client_config(), dict.fromkeys(inputs, 1))
                 self._commit()  # a resubscription may revoke partitions
-                self._consumer.subscribe(list(inputs), on_revoke=self._on_revoke)
+                self._consumer.subscribe(
+                    list(inputs), on_assign=self._on_assign, on_revoke=self._on_revoke
+                )
             else:
                 self._consumer.unsubscribe()
             self._subscribed = inputs
+        self._input.cover(self._consumer.assignment(), self._merged)
         log.info(
             "routing %d queries in %d groups from %s (registry offset %d)",
             len(registry.current),
@@ -165,89 +178,151 @@ class Router:
         msgs = drain(self._consumer, self.settings.batch_size, 0.2)
         reg = str(registry_offset).encode()
         by_tp: dict[tuple[str, int], list[Message]] = {}
+        ended: set[tuple[str, int]] = set()  # read to its end after its last record here
         for msg in msgs:
+            tp = cast("tuple[str, int]", (msg.topic(), msg.partition()))
             err = msg.error()
             if err is not None:
-                if err.code() != KafkaError._PARTITION_EOF:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    ended.add(tp)
+                else:
                     log.warning("consume: %s", err)
                 continue
-            tp = (msg.topic(), msg.partition())
-            part = by_tp.get(tp)  # type: ignore[arg-type]
+            part = by_tp.get(tp)
             if part is None:
-                part = by_tp[tp] = []  # type: ignore[index]
+                part = by_tp[tp] = []
             part.append(msg)
-        for (topic, partition), part in by_tp.items():
-            self._route_part(topic, partition, part, reg)
+            ended.discard(tp)
+        now = time.monotonic()
+        merge = self._input.merge
+        for tp, part in by_tp.items():
+            fetched = self._extract(tp[0], tp[1], part, reg)
+            if fetched is None:
+                continue
+            times = fetched.extracted.times
+            if times is not None and tp in merge:
+                merge.push(tp, fetched, times, now)
+            else:
+                self._emit([(tp, fetched, 0, len(part))])
+        for tp in ended:
+            merge.end(tp)
+        self._emit(merge.take(now))
+        self._input.throttle(self._consumer)
         self._producer.poll(0)
 
-    def _route_part(self, topic: str, partition: int, msgs: list[Message], reg: bytes) -> None:
-        """Route records of one input partition, in order: the PARTITION BY values of
-        the whole batch are extracted at once; values are copied, never re-encoded."""
+    def _extract(
+        self, topic: str, partition: int, msgs: list[Message], reg: bytes
+    ) -> _Fetched | None:
+        """The routing of records of one input partition: the PARTITION BY values and
+        clocks of the whole batch are extracted at once. None: no group reads them."""
         offsets = cast("list[int]", [m.offset() for m in msgs])  # data records have offsets
-        self._pending[(topic, partition)] = offsets[-1] + 1
         self.metrics.events_in.labels(topic).inc(len(msgs))
-        groups = self._by_topic.get(topic)
-        if not groups:
-            return
         extractor = self._extractors.get(topic)
         if extractor is None:
-            extractor = self._extractors[topic] = KeyExtractor(groups, self._limits)
+            self._pending[(topic, partition)] = offsets[-1] + 1
+            return None
         values: list[bytes | None] = [m.value() for m in msgs]
-        extracted = extractor.extract(values)
-        rejected = extracted.rejected
         # The input coordinates as ``encode_src`` writes them, without a call per record.
         prefix = b"[" + orjson.dumps(topic) + b",%d,%d]"
-        srcs = [prefix % (partition, o) for o in offsets]
-        stamps = [m.timestamp() for m in msgs]
+        return _Fetched(
+            msgs,
+            values,
+            offsets,
+            [prefix % (partition, o) for o in offsets],
+            [m.timestamp() for m in msgs],
+            extractor,
+            extractor.extract(values),
+            reg,
+        )
+
+    def _emit(self, runs: Sequence[Run[_Fetched]]) -> None:
+        """Copy the records of ``runs``, in order; values are copied, never re-encoded.
+        Runs are short when the partitions' clocks interleave, so consecutive runs of one
+        extractor are copied in one loop per group (copies to different keyed topics
+        need no order between them)."""
+        pending = self._pending
+        for tp, fetched, _, stop in runs:
+            pending[tp] = fetched.offsets[stop - 1] + 1
+        a, n = 0, len(runs)
+        while a < n:
+            extractor = runs[a][1].extractor
+            b = a + 1
+            while b < n and runs[b][1].extractor is extractor:
+                b += 1
+            self._emit_segment(extractor, runs[a:b])
+            a = b
+
+    def _emit_segment(self, extractor: KeyExtractor, runs: Sequence[Run[_Fetched]]) -> None:
         produce = self._producer.produce
         delivered = self._delivered
-        for group, keys in zip(extractor.groups, extracted.keys, strict=True):
+        for g, group in enumerate(extractor.groups):
             routed = unkeyed = 0
             keyed_topic = group.keyed_topic
-            for i, key in enumerate(keys):
-                if isinstance(key, bytes):
-                    ts_type, ts = stamps[i]
-                    headers: list[tuple[str, str | bytes | None]] = [
-                        (SRC_HEADER, srcs[i]),
-                        (REGISTRY_HEADER, reg),
-                    ]
-                    try:
-                        if ts_type:
-                            produce(
-                                keyed_topic,
-                                values[i],
-                                key,
-                                headers=headers,
-                                timestamp=ts,
-                                on_delivery=delivered,
-                            )
-                        else:
-                            produce(
-                                keyed_topic,
-                                values[i],
-                                key,
-                                headers=headers,
-                                on_delivery=delivered,
-                            )
-                    except BufferError:  # the local queue is full: the slow path waits
-                        self._produce(keyed_topic, key, values[i], headers, ts if ts_type else None)
-                    routed += 1
-                elif key is None:
-                    if i not in rejected:
-                        unkeyed += 1
-                else:
-                    self._dead_letter(
-                        msgs[i],
-                        srcs[i],
-                        "no_type",
-                        f"type field {key.field!r} missing or not a string",
-                    )
+            for _, fetched, start, stop in runs:
+                keys = fetched.extracted.keys[g]
+                rejected = fetched.extracted.rejected
+                values, srcs, stamps, reg = (
+                    fetched.values,
+                    fetched.srcs,
+                    fetched.stamps,
+                    fetched.reg,
+                )
+                for i in range(start, stop):
+                    key = keys[i]
+                    if isinstance(key, bytes):
+                        ts_type, ts = stamps[i]
+                        headers: list[tuple[str, str | bytes | None]] = [
+                            (SRC_HEADER, srcs[i]),
+                            (REGISTRY_HEADER, reg),
+                        ]
+                        try:
+                            if ts_type:
+                                produce(
+                                    keyed_topic,
+                                    values[i],
+                                    key,
+                                    headers=headers,
+                                    timestamp=ts,
+                                    on_delivery=delivered,
+                                )
+                            else:
+                                produce(
+                                    keyed_topic,
+                                    values[i],
+                                    key,
+                                    headers=headers,
+                                    on_delivery=delivered,
+                                )
+                        except BufferError:  # the local queue is full: the slow path waits
+                            stamp = ts if ts_type else None
+                            self._produce(keyed_topic, key, values[i], headers, stamp)
+                        routed += 1
+                    elif key is None:
+                        if i not in rejected:
+                            unkeyed += 1
+                    else:
+                        self._dead_letter(
+                            fetched.msgs[i],
+                            srcs[i],
+                            "no_type",
+                            f"type field {key.field!r} missing or not a string",
+                        )
             if routed:
                 self.metrics.routed.labels(keyed_topic).inc(routed)
             if unkeyed:
                 self.metrics.unkeyed.labels(keyed_topic).inc(unkeyed)
-        for i, verdict in sorted(rejected.items()):
-            self._dead_letter(msgs[i], srcs[i], verdict.reason, verdict.error)
+        for _, fetched, start, stop in runs:
+            rejected = fetched.extracted.rejected
+            for i, verdict in sorted(rejected.items()) if rejected else ():
+                if start <= i < stop:
+                    self._dead_letter(
+                        fetched.msgs[i], fetched.srcs[i], verdict.reason, verdict.error
+                    )
+
+    def _merged(self, topic: str) -> bool:
+        """Whether ``topic``'s records are merged in time order: its queries have a clock."""
+        extractor = self._extractors.get(topic)
+        return extractor is not None and extractor.clock is not None
 
     def _produce(
         self,
@@ -302,10 +377,15 @@ class Router:
         for tp in offsets:
             self._pending.pop((tp.topic, tp.partition), None)
 
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._input.cover([*consumer.assignment(), *partitions], self._merged)
+
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         try:
             self._commit(partitions)
         except KafkaException as exc:
             log.warning("commit on revoke failed (records will be routed again): %s", exc)
-        for tp in partitions:
-            self._pending.pop((tp.topic, tp.partition), None)
+        revoked = [(tp.topic, tp.partition) for tp in partitions]
+        self._input.revoke(consumer, revoked)
+        for tp in revoked:
+            self._pending.pop(tp, None)

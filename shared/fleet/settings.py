@@ -105,6 +105,9 @@ class CoordinatorSettings(FleetSettings):
     keyed_partitions: int = Field(8, ge=1)
     batch_size: int = Field(10_000, ge=1)
     commit_interval: float = Field(1.0, gt=0)
+    # Seconds an assigned input partition with nothing buffered, not known to be caught
+    # up, holds back the others (see ``cerfleet.coordinator.time_merge``).
+    merge_idle: float = Field(2.0, ge=0)
 
 
 class WorkerSettings(FleetSettings):

@@ -14,10 +14,12 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cerfleet.coordinator.partition_keys import KeyExtractor, MissingType
+from cerfleet.coordinator.partition_keys import KeyExtractor, MissingType, window_clock
+from cerfleet.evaluation.window import clock_of as evaluation_clock
 from cerfleet.fleet.groups import Group
 from cerfleet.fleet.keyed import GroupId, key_of
 from cerfleet.fleet.records import RecordLimits, Rejected, decode_event
+from cerfleet.pattern import Window, WindowKind
 
 LIMITS = RecordLimits(max_bytes=400, max_depth=6)
 GROUPS = [
@@ -114,3 +116,26 @@ def test_a_batch_routes_as_each_record_alone(batch: list[bytes | None]) -> None:
     for g in range(len(GROUPS)):
         routed = [("missing", k.field) if isinstance(k, MissingType) else k for k in got.keys[g]]
         assert routed == want_keys[g]
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.lists(raw_values, max_size=12), st.sampled_from(["TIME", "ATTRIBUTE"]))
+def test_a_batch_reads_each_record_clock_as_the_window_does(
+    batch: list[bytes | None], kind: str
+) -> None:
+    """The clocks the coordinator orders records by are the workers' window clocks."""
+    if kind == "TIME":
+        window = Window(WindowKind.TIME, 1000, unit="MILLISECONDS")
+    else:
+        window = Window(WindowKind.ATTRIBUTE, 1000, attr="x")
+    reference = evaluation_clock(window, "x")
+    assert reference is not None
+    groups = [_group(i) for i in range(len(GROUPS))]
+    extractor = KeyExtractor(groups, LIMITS, window_clock(window, "x"))
+    got = extractor.extract(batch)
+    want: list[float | None] = []
+    for value in batch:
+        event = decode_event(value, LIMITS)
+        t = None if isinstance(event, Rejected) else reference(event)
+        want.append(None if t is None else float(t))
+    assert got.times == want

@@ -24,7 +24,7 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from cerfleet.cli.main import build_parser
-from cerfleet.coordinator.router import RouterMetrics
+from cerfleet.coordinator.metrics import RouterMetrics
 from cerfleet.fleet.settings import CoordinatorSettings, FleetSettings, WorkerSettings
 from cerfleet.workers.metrics import WorkerMetrics
 from cerfleet.workers.suspended import SuspendedQueries

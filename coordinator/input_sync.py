@@ -1,0 +1,62 @@
+"""The coordinator's time merge of its assigned input partitions, kept in step with the
+consumer: which partitions it covers, and which are paused to bound what it buffers."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from cerfleet.coordinator.time_merge import TimeMerge
+
+__all__ = ["SyncedInput"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class SyncedInput(Generic[T]):
+    """A ``TimeMerge`` over the assigned partitions whose topic has a clock."""
+
+    def __init__(self, idle: float, cap: int) -> None:
+        self.merge: TimeMerge[T] = TimeMerge(idle)
+        self.cap = cap  # a partition buffering this many records is paused until half go
+        self._paused: set[tuple[str, int]] = set()
+
+    def cover(self, assigned: list[TopicPartition], merged: Callable[[str], bool]) -> None:
+        """Make the merge cover exactly the ``assigned`` partitions of ``merged`` topics."""
+        wanted = {(tp.topic, tp.partition) for tp in assigned if merged(tp.topic)}
+        merge = self.merge
+        merge.revoke([tp for tp in merge.partitions() if tp not in wanted])
+        merge.assign(sorted(wanted), time.monotonic())
+
+    def throttle(self, consumer: Consumer) -> None:
+        """Pause a partition buffering too much (the merge waits for another), resume it
+        once half is forwarded: librdkafka then fetches from the position after the
+        records buffered, so pausing loses nothing."""
+        cap = self.cap
+        merge = self.merge
+        for tp in merge.partitions():
+            n = merge.buffered(tp)
+            if n >= cap and tp not in self._paused:
+                consumer.pause([TopicPartition(*tp)])
+                self._paused.add(tp)
+            elif n < cap // 2 and tp in self._paused:
+                consumer.resume([TopicPartition(*tp)])
+                self._paused.discard(tp)
+
+    def revoke(self, consumer: Consumer, revoked: list[tuple[str, int]]) -> None:
+        """Forget what is buffered of ``revoked``: never forwarded nor committed, it is
+        read again by the partitions' next owner."""
+        self.merge.revoke(revoked)
+        paused = [TopicPartition(*tp) for tp in revoked if tp in self._paused]
+        if paused:
+            try:
+                consumer.resume(paused)
+            except KafkaException as exc:
+                log.warning("resume on revoke: %s", exc)
+            self._paused.difference_update(revoked)

@@ -1,0 +1,154 @@
+"""The coordinator's merge of input partitions in time order, against the sorted merge
+of every partition's records, over random fetch interleavings."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cerfleet.coordinator.time_merge import TimeMerge
+
+TP = tuple[str, int]
+Record = tuple[int, int, float | None]  # partition, offset, clock
+
+INF = float("inf")
+
+
+@st.composite
+def backlogs(draw: st.DrawFn) -> tuple[list[list[list[Record]]], list[int]]:
+    """Per partition, its records (time-ordered, some without a clock) cut in fetched
+    chunks; and an interleaving of the fetches (partition numbers, each partition's
+    chunks in order)."""
+    n = draw(st.integers(1, 5))
+    parts: list[list[list[Record]]] = []
+    for p in range(n):
+        clocks = sorted(draw(st.lists(st.integers(0, 50), max_size=30)))
+        records: list[Record] = [
+            (p, o, None if draw(st.integers(0, 9)) == 0 else float(c)) for o, c in enumerate(clocks)
+        ]
+        cuts = sorted(draw(st.sets(st.integers(1, max(1, len(records) - 1)), max_size=6)))
+        bounds = [0, *[c for c in cuts if c < len(records)], len(records)]
+        parts.append([records[a:b] for a, b in pairwise(bounds) if b > a])
+    order = [p for p, chunks in enumerate(parts) for _ in chunks]
+    order = draw(st.permutations(order))
+    return parts, order
+
+
+def _run(
+    merge: TimeMerge[list[Record]],
+    parts: list[list[list[Record]]],
+    order: list[int],
+    takes: list[list[Record]] | None = None,
+) -> list[Record]:
+    """Feed the chunks in ``order`` (a partition's EOF right after its last chunk) and
+    return what ``take`` forwards after each fetch (each take's records into ``takes``)."""
+    tps: list[TP] = [("in", p) for p in range(len(parts))]
+    merge.assign(tps, now=0.0)
+    out: list[Record] = []
+    left = [len(chunks) for chunks in parts]
+    fed = [0] * len(parts)
+    for p in order:
+        chunk = parts[p][fed[p]]
+        fed[p] += 1
+        merge.push(tps[p], chunk, [r[2] for r in chunk], now=0.0)
+        left[p] -= 1
+        if not left[p]:
+            merge.end(tps[p])
+        took = [r for _, payload, start, stop in merge.take(now=0.0) for r in payload[start:stop]]
+        out += took
+        if takes is not None:
+            takes.append(took)
+    for p, chunks in enumerate(parts):
+        if not chunks:
+            merge.end(tps[p])
+    for _, payload, start, stop in merge.take(now=0.0):
+        out += payload[start:stop]
+    return out
+
+
+def _effective(records: list[Record]) -> list[float]:
+    """Each record's clock as the merge orders it: one without goes with the one before."""
+    last, out = -INF, []
+    for _, _, t in records:
+        last = last if t is None else t
+        out.append(last)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(backlogs())
+def test_the_merge_forwards_every_record_once_in_time_order(
+    case: tuple[list[list[list[Record]]], list[int]],
+) -> None:
+    parts, order = case
+    out = _run(TimeMerge(idle=INF), parts, order)
+    everything = [r for chunks in parts for chunk in chunks for r in chunk]
+    assert sorted(out, key=lambda r: (r[0], r[1])) == sorted(everything)
+    # Each partition's records leave in offset order (commits stay exact).
+    for p in range(len(parts)):
+        offsets = [r[1] for r in out if r[0] == p]
+        assert offsets == sorted(offsets)
+    # And all of them in time order: no partition's clock ran ahead of another's.
+    clock: dict[tuple[int, int], float] = {}
+    for chunks in parts:
+        flat = [r for c in chunks for r in c]
+        clock.update({(r[0], r[1]): t for r, t in zip(flat, _effective(flat), strict=True)})
+    times = [clock[(r[0], r[1])] for r in out]
+    assert times == sorted(times)
+
+
+@settings(max_examples=200, deadline=None)
+@given(backlogs())
+def test_with_every_empty_partition_idle_each_take_is_in_time_order(
+    case: tuple[list[list[list[Record]]], list[int]],
+) -> None:
+    """Idle partitions hold nothing back, so records leave as soon as fetched: a later
+    fetch may bring older clocks (the documented cost of idleness), but whatever one
+    take forwards is in time order, and every record leaves once, in offset order."""
+    parts, order = case
+    takes: list[list[Record]] = []
+    out = _run(TimeMerge(idle=0.0), parts, order, takes)
+    everything = [r for chunks in parts for chunk in chunks for r in chunk]
+    assert sorted(out) == sorted(everything)
+    for p in range(len(parts)):
+        offsets = [r[1] for r in out if r[0] == p]
+        assert offsets == sorted(offsets)
+    clock: dict[tuple[int, int], float] = {}
+    for chunks in parts:
+        flat = [r for c in chunks for r in c]
+        clock.update({(r[0], r[1]): t for r, t in zip(flat, _effective(flat), strict=True)})
+    for took in takes:
+        times = [clock[(r[0], r[1])] for r in took]
+        assert times == sorted(times)
+
+
+def test_a_partition_not_heard_from_holds_the_others_back_until_it_is_idle() -> None:
+    merge: TimeMerge[list[int]] = TimeMerge(idle=2.0)
+    a, b = ("in", 0), ("in", 1)
+    merge.assign([a, b], now=0.0)
+    merge.push(a, [0, 1, 2], [10.0, 20.0, 30.0], now=0.5)
+    assert merge.take(now=1.0) == []  # b may still bring clocks below 10
+    assert merge.buffered(a) == 3
+    assert merge.take(now=2.0) == [(a, [0, 1, 2], 0, 3)]  # b idle for 2 s
+    # b's records now leave as they come; a, empty since 2.0, holds them back again.
+    merge.push(b, [5], [5.0], now=2.5)
+    assert merge.take(now=2.5) == []
+    merge.end(a)
+    assert merge.take(now=2.5) == [(b, [5], 0, 1)]
+
+
+def test_a_partition_at_its_end_holds_nothing_back_and_force_forwards_all() -> None:
+    merge: TimeMerge[list[int]] = TimeMerge(idle=INF)
+    a, b, c = ("in", 0), ("in", 1), ("in", 2)
+    merge.assign([a, b, c], now=0.0)
+    merge.push(a, [0, 1], [3.0, 9.0], now=0.0)
+    merge.push(b, [0, 1], [1.0, 4.0], now=0.0)
+    merge.end(b)
+    # c unheard of: nothing leaves; forced, everything leaves in time order.
+    assert merge.take(now=0.0) == []
+    runs = merge.take(now=0.0, force=True)
+    assert runs == [(b, [0, 1], 0, 1), (a, [0, 1], 0, 1), (b, [0, 1], 1, 2), (a, [0, 1], 1, 2)]
+    merge.revoke([a])
+    assert a not in merge and merge.buffered(a) == 0
