@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import pytest
 
 from cerfleet.workers.backfill import backfill_job
 from cerfleet.workers.backfill.schemas import ARCHIVE
+from tests.kafka_broker import KafkaBroker
 from tests.rdf_events import QUERY_4, file_of, jsonld_record, trades, trig_record
 
 EVENTS = 2_000
@@ -117,3 +119,53 @@ def test_a_topic_that_is_no_stream_is_bad_records(
     assert (
         sum("'trades' is no stream of the query (streams: S1, S2)" in e for e in errors) >= EVENTS
     )
+
+
+def test_backfill_from_the_topic_of_two_partitions(
+    spark: Any,
+    kafka: KafkaBroker,
+    topic_name: Callable[[str], str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Records straight from Kafka (the topic is the query's one stream whatever its
+    name), spread over two partitions: events of one timestamp in two partitions still
+    make one instant, so the rows are the file's."""
+    from confluent_kafka import Producer
+
+    topic = topic_name("trades")
+    kafka.create_topic(topic, 2)
+    stock = trades(EVENTS, seed=5)
+    producer = Producer(kafka.client_config())
+    for i, trade in enumerate(stock):
+        json_ld = i % 2 == 0
+        value = jsonld_record(i, trade) if json_ld else trig_record(i, trade)
+        headers = [("content-type", b"application/ld+json")] if json_ld else None
+        producer.produce(topic, value, partition=i % 2, headers=headers)
+    producer.produce(topic, b"@prefix : <http://e/> . :g { :x :p ", partition=1)
+    assert producer.flush(30) == 0
+    query_file = tmp_path / "q.rq"
+    query_file.write_text(QUERY_4)
+    trig = tmp_path / "stock.trig"
+    trig.write_bytes(file_of([trig_record(i, t) for i, t in enumerate(stock)]))
+    output, bad = tmp_path / "out", tmp_path / "bad"
+    args = ["--ceql", str(query_file), "--from-kafka", "--topic", topic, "--output", str(output)]
+    servers = kafka.client_config()["bootstrap.servers"]
+    assert (
+        backfill_job.main([*args, "--bootstrap-servers", servers, "--bad-records", str(bad)]) == 0
+    )
+    [line] = [x for x in capsys.readouterr().out.splitlines() if x.startswith('{"summary"')]
+    summary = json.loads(line)["summary"]
+    done = subprocess.run(
+        [sys.executable, "-m", "cerfleet.cli", "run", str(query_file), "--stream", f"S1={trig}"],
+        capture_output=True,
+        check=True,
+        timeout=600,
+    )
+    expected = [orjson.loads(x) for x in done.stdout.splitlines()]
+    assert len(expected) > 100, "the comparison needs rows"
+    rows = sorted(pq.read_table(output).to_pylist(), key=lambda r: r["start"])
+    assert [orjson.loads(r["value"]) for r in rows] == expected
+    assert (summary["events_evaluated"], summary["bad_records"]) == (EVENTS, 1)
+    [error] = [r["error"] for r in pq.read_table(bad).to_pylist()]
+    assert error.startswith("not TriG")
