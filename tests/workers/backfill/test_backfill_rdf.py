@@ -34,6 +34,17 @@ EVENT ON :w { ?t2 pred:price ?p2 . FILTER (?p2 > 93) } AS B
 EVENT ON :w { ?t3 pred:type "sell" . ?t3 pred:price ?p3 . FILTER (?p3 < 90) } AS C
 WHERE { MATCH { A SEQ B SEQ C } }
 """
+TWO_STREAMS = """PREFIX pred: <http://example/>
+SELECT ?company ?p1 ?p2
+WITHIN 1 MINUTES
+FROM STREAM S1 <http://stockmarket.org/stocks/one>
+FROM STREAM S2 <http://stockmarket.org/stocks/two>
+WHERE {
+  SEQ (A ; B)
+  DEFINE GPM A ON S1 { ?t1 pred:company ?company . ?t1 pred:price ?p1 . FILTER (?p1 < 95) }
+  DEFINE GPM B ON S2 { ?t2 pred:company ?company . ?t2 pred:price ?p2 . FILTER (?p2 > ?p1 + 12) }
+}
+"""
 BAD = [
     (b"", "empty record"),
     (b"@prefix : <http://e/> . :g { :x :p ", "not TriG"),
@@ -169,3 +180,42 @@ def test_backfill_from_the_topic_of_two_partitions(
     assert (summary["events_evaluated"], summary["bad_records"]) == (EVENTS, 1)
     [error] = [r["error"] for r in pq.read_table(bad).to_pylist()]
     assert error.startswith("not TriG")
+
+
+def test_two_topics_are_two_streams_merged_by_time(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Topics S1 and S2 of one archive are the query's two streams, merged into instants
+    as ``cerfleet run --stream S1=… --stream S2=…`` merges the files (seconds shared by
+    both streams make one instant of two graphs)."""
+    rows: list[dict[str, Any]] = []
+    files = []
+    for topic, seed in (("S1", 4), ("S2", 6)):
+        stock = trades(EVENTS, seed=seed)
+        for i, trade in enumerate(stock):
+            value = jsonld_record(i, trade) if i % 2 else trig_record(i, trade)
+            rows.append({"topic": topic, "partition": 0, "offset": i, "value": value})
+        trig = tmp_path / f"{topic}.trig"
+        trig.write_bytes(file_of([trig_record(i, t) for i, t in enumerate(stock)]))
+        files += ["--stream", f"{topic}={trig}"]
+    for row in rows:
+        row.update(timestamp=None, key=None, headers=[], date="unknown")
+    stock_dir = tmp_path / "archive"
+    stock_dir.mkdir()
+    pq.write_table(pa.Table.from_pylist(rows, schema=ARCHIVE), stock_dir / "part-0.parquet")
+    query_file = tmp_path / "q.rq"
+    query_file.write_text(TWO_STREAMS)
+    output = tmp_path / "out"
+    args = ["--ceql", str(query_file), "--archive", str(stock_dir), "--output", str(output)]
+    assert backfill_job.main(args) == 0
+    capsys.readouterr()
+    done = subprocess.run(
+        [sys.executable, "-m", "cerfleet.cli", "run", str(query_file), *files],
+        capture_output=True,
+        check=True,
+        timeout=600,
+    )
+    expected = [orjson.loads(x) for x in done.stdout.splitlines()]
+    assert len(expected) > 100, "the comparison needs rows"
+    got = sorted(pq.read_table(output).to_pylist(), key=lambda r: r["start"])
+    assert [orjson.loads(r["value"]) for r in got] == expected
