@@ -48,6 +48,7 @@ MAX_QUERY_CHARS = 65_536
 # The languages a registry record may hold: those over JSON events (SPAseq and RSEP-QL
 # read RDF graph streams, which the fleet does not route).
 FLEET_LANGUAGES = ("ceql", "match_recognize")
+_RDF = ("spaseq", "rsepql")
 
 # Applied when the topic is created here. A broker's defaults would delete the
 # queries after a week (log.retention.hours) or once the topic outgrew a
@@ -115,9 +116,11 @@ class QuerySpec(BaseModel):
         stream_field = None if self.topic_streams is None else STREAM_FIELD
         language = self.query_language
         if language not in FLEET_LANGUAGES:
+            # Said where an RDF query does run, since its records' format is the fleet's.
+            where = " (cerfleet run and cerfleet backfill run it)" if language in _RDF else ""
             raise CerfleetError(
                 f"query {self.name!r}: the fleet runs {' and '.join(FLEET_LANGUAGES)} "
-                f"queries, not {language}"
+                f"queries, not {language}{where}"
             )
         query = compile_query(
             self.ceql,

@@ -9,6 +9,7 @@ Parsing is pyoxigraph's (a Rust TriG parser): on 20,000 six-triple events it rea
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from cerfleet.errors import EventError
 from cerfleet.events.timestamps import parse_timestamp
 from cerfleet.rdf.terms import Graph, Term, index, term_of
 
-__all__ = ["TIME", "RdfEvent", "read_trig"]
+__all__ = ["TIME", "RdfEvent", "graph_events", "graph_key", "read_trig"]
 
 TIME = "https://cerfleet.dev/ns#time"
 _DATETIME = "http://www.w3.org/2001/XMLSchema#dateTime"
@@ -64,9 +65,9 @@ def read_trig(data: bytes | str | Path) -> tuple[list[RdfEvent], list[str]]:
             if isinstance(g, ox.DefaultGraph):
                 current = None
                 if isinstance(quad.predicate, ox.NamedNode) and quad.predicate.value == TIME:
-                    times[_graph_key(quad.subject)].append(quad.object)
+                    times[graph_key(quad.subject)].append(quad.object)
                 continue
-            current = _graph_key(g)
+            current = graph_key(g)
             graphs[current].append(
                 (term_of(quad.subject), term_of(quad.predicate), term_of(quad.object))
             )
@@ -78,6 +79,19 @@ def read_trig(data: bytes | str | Path) -> tuple[list[RdfEvent], list[str]]:
         if current is not None:
             del graphs[current]
             reports.append(f"graph {current}: cut by the error; skipped")
+    events = graph_events(graphs, times, reports)
+    events.sort(key=lambda e: e.ms)  # stable: ties stay in file order
+    return events, reports
+
+
+def graph_events(
+    graphs: Mapping[str, list[tuple[Term, Term, Term]]],
+    times: Mapping[str, list[object]],
+    reports: list[str],
+) -> list[RdfEvent]:
+    """The events of parsed named graphs (name → triples) given the time objects of the
+    default graph (graph name → objects), in the graphs' order; a report appended to
+    ``reports`` per graph that is not an event."""
     events: list[RdfEvent] = []
     for name, triples in graphs.items():
         stamps = times.get(name, [])
@@ -93,11 +107,10 @@ def read_trig(data: bytes | str | Path) -> tuple[list[RdfEvent], list[str]]:
             )
             continue
         events.append(RdfEvent(stamp[0], stamp[1], name, index(triples)))
-    events.sort(key=lambda e: e.ms)  # stable: ties stay in file order
-    return events, reports
+    return events
 
 
-def _graph_key(node: object) -> str:
+def graph_key(node: object) -> str:
     if isinstance(node, ox.NamedNode):
         return node.value
     if isinstance(node, ox.BlankNode):

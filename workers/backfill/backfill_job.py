@@ -33,10 +33,11 @@ from cerfleet.errors import CerfleetError
 from cerfleet.fleet.service import settings_from_args
 from cerfleet.fleet.settings import FleetSettings
 from cerfleet.workers.backfill.entry import job_main
-from cerfleet.workers.backfill.job_query import JobQuery
+from cerfleet.workers.backfill.job_query import RDF_LANGUAGES, JobQuery
 from cerfleet.workers.backfill.options import add_backfill_arguments, check_backfill, time_bound
 from cerfleet.workers.backfill.placement import longest_first, place
 from cerfleet.workers.backfill.prepare import prepare_batches
+from cerfleet.workers.backfill.rdf_units import evaluate_rdf
 from cerfleet.workers.backfill.schemas import BAD, GOOD, MATCH, PREPARED, RESULT
 from cerfleet.workers.backfill.sinks import PRODUCED, produce_batches
 from cerfleet.workers.backfill.slices import SlicePlan, label_bases, slice_epsilon
@@ -229,7 +230,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         # Read the topics once, whatever the passes over the records.
         source = source.persist(StorageLevel.MEMORY_AND_DISK)
     counters = {name: spark.sparkContext.accumulator(0) for name in STATS_COUNTERS}
-    ev = evaluate(spark, job, source, partitions, slices, counters)
+    if job.language in RDF_LANGUAGES:
+        rows, prepared = evaluate_rdf(job, source, counters)
+        ev = Evaluation(rows, "whole", prepared, cached=[prepared])
+    else:
+        ev = evaluate(spark, job, source, partitions, slices, counters)
     run_id = f"{job.name}-{uuid.uuid4().hex[:12]}"
 
     matches = ev.rows.where(F.col("kind") == MATCH)

@@ -14,6 +14,10 @@ from cerfleet.fleet.registry import FLEET_LANGUAGES
 from cerfleet.languages import WRITERS
 from cerfleet.pattern import Consume
 from cerfleet.query import CompiledQuery, compile_query
+from cerfleet.workers.backfill.rdf_streams import declared_streams
+
+# Run by ``rdf_units`` over RDF graph event records.
+RDF_LANGUAGES = ("spaseq", "rsepql")
 
 
 @dataclass(frozen=True)
@@ -34,13 +38,18 @@ class JobQuery:
         partition (MATCH_NUMBER) from the stream's start."""
         return self.language in WRITERS
 
-    def validate(self) -> CompiledQuery:
+    def validate(self) -> CompiledQuery | None:
         """Compile, and refuse what a backfill cannot run as the fleet would (``CEQLError``
-        with line and column, or ``CerfleetError``)."""
+        with line and column, or ``CerfleetError``); None for an RDF query."""
+        if self.language in RDF_LANGUAGES:
+            # Parsed here, evaluated by ``rdf_units`` as ``cerfleet run`` does: no automaton
+            # of its own to compile, and every RSEP-QL operator runs.
+            declared_streams(self.language, self.ceql)
+            return None
         if self.language not in FLEET_LANGUAGES:
             raise CerfleetError(
-                f"query {self.name!r}: a backfill runs {' and '.join(FLEET_LANGUAGES)} "
-                f"queries, not {self.language}"
+                f"query {self.name!r}: a backfill runs "
+                f"{', '.join((*FLEET_LANGUAGES, *RDF_LANGUAGES))} queries, not {self.language}"
             )
         query = self.compiled()
         if query.partitioned and query.consume is Consume.ANY:

@@ -86,7 +86,9 @@ def add_backfill_arguments(parser: argparse.ArgumentParser) -> None:
     q = parser.add_argument_group("the query")
     q.add_argument("--query", "-q", metavar="NAME", help="a query registered with the fleet")
     q.add_argument(
-        "--ceql", metavar="FILE", help="a query file, CEQL or MATCH_RECOGNIZE (instead of --query)"
+        "--ceql",
+        metavar="FILE",
+        help="a query file: CEQL, MATCH_RECOGNIZE, SPAseq or RSEP-QL (instead of --query)",
     )
     q.add_argument(
         "--language",

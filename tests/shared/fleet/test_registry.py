@@ -353,3 +353,5 @@ def test_a_match_recognize_record_names_its_language_and_routes_by_partition_by(
 def test_languages_over_rdf_are_refused() -> None:
     with pytest.raises(CerfleetError, match="the fleet runs ceql and match_recognize"):
         spec(language="spaseq").compile()
+    with pytest.raises(CerfleetError, match=r"not rsepql \(cerfleet run and cerfleet backfill"):
+        spec(language="rsepql").compile()
