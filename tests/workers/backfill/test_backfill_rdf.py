@@ -75,6 +75,23 @@ def archive(tmp_path: Path, topic: str) -> tuple[Path, Path]:
     return path, trig
 
 
+def assert_rows_are_run_s(query_file: Path, output: Path, *streams: str) -> int:
+    """The backfill's Parquet rows at ``output`` equal ``cerfleet run``'s over the TriG
+    files ``streams`` (``NAME=FILE``), in order; returns how many."""
+    files = [word for stream in streams for word in ("--stream", stream)]
+    done = subprocess.run(
+        [sys.executable, "-m", "cerfleet.cli", "run", str(query_file), *files],
+        capture_output=True,
+        check=True,
+        timeout=600,
+    )
+    expected = [orjson.loads(x) for x in done.stdout.splitlines()]
+    assert len(expected) > 100, "the comparison needs rows"
+    rows = sorted(pq.read_table(output).to_pylist(), key=lambda r: r["start"])
+    assert [orjson.loads(r["value"]) for r in rows] == expected
+    return len(expected)
+
+
 @pytest.mark.parametrize(
     ("language", "text"), [("spaseq", QUERY_4), ("rsepql", RSEPQL)], ids=["spaseq", "rsepql"]
 )
@@ -94,17 +111,7 @@ def test_backfill_writes_cerfleet_run_s_rows(
     assert backfill_job.main([*args, "--bad-records", str(bad)]) == 0
     [line] = [x for x in capsys.readouterr().out.splitlines() if x.startswith('{"summary"')]
     summary = json.loads(line)["summary"]
-    done = subprocess.run(
-        [sys.executable, "-m", "cerfleet.cli", "run", str(query_file), "--stream", f"S1={trig}"],
-        capture_output=True,
-        check=True,
-        timeout=600,
-    )
-    expected = [orjson.loads(x) for x in done.stdout.splitlines()]
-    assert len(expected) > 100, "the comparison needs rows"
-    rows = sorted(pq.read_table(output).to_pylist(), key=lambda r: r["start"])
-    assert [orjson.loads(r["value"]) for r in rows] == expected
-    assert summary["complex_events"] == len(expected)
+    assert summary["complex_events"] == assert_rows_are_run_s(query_file, output, f"S1={trig}")
     assert summary["events_evaluated"] == EVENTS
     assert summary["bad_records"] == 3
     errors = sorted(r["error"] for r in pq.read_table(bad).to_pylist())
@@ -167,16 +174,7 @@ def test_backfill_from_the_topic_of_two_partitions(
     )
     [line] = [x for x in capsys.readouterr().out.splitlines() if x.startswith('{"summary"')]
     summary = json.loads(line)["summary"]
-    done = subprocess.run(
-        [sys.executable, "-m", "cerfleet.cli", "run", str(query_file), "--stream", f"S1={trig}"],
-        capture_output=True,
-        check=True,
-        timeout=600,
-    )
-    expected = [orjson.loads(x) for x in done.stdout.splitlines()]
-    assert len(expected) > 100, "the comparison needs rows"
-    rows = sorted(pq.read_table(output).to_pylist(), key=lambda r: r["start"])
-    assert [orjson.loads(r["value"]) for r in rows] == expected
+    assert_rows_are_run_s(query_file, output, f"S1={trig}")
     assert (summary["events_evaluated"], summary["bad_records"]) == (EVENTS, 1)
     [error] = [r["error"] for r in pq.read_table(bad).to_pylist()]
     assert error.startswith("not TriG")
@@ -189,7 +187,7 @@ def test_two_topics_are_two_streams_merged_by_time(
     as ``cerfleet run --stream S1=… --stream S2=…`` merges the files (seconds shared by
     both streams make one instant of two graphs)."""
     rows: list[dict[str, Any]] = []
-    files = []
+    files: list[str] = []
     for topic, seed in (("S1", 4), ("S2", 6)):
         stock = trades(EVENTS, seed=seed)
         for i, trade in enumerate(stock):
@@ -197,7 +195,7 @@ def test_two_topics_are_two_streams_merged_by_time(
             rows.append({"topic": topic, "partition": 0, "offset": i, "value": value})
         trig = tmp_path / f"{topic}.trig"
         trig.write_bytes(file_of([trig_record(i, t) for i, t in enumerate(stock)]))
-        files += ["--stream", f"{topic}={trig}"]
+        files.append(f"{topic}={trig}")
     for row in rows:
         row.update(timestamp=None, key=None, headers=[], date="unknown")
     stock_dir = tmp_path / "archive"
@@ -209,13 +207,4 @@ def test_two_topics_are_two_streams_merged_by_time(
     args = ["--ceql", str(query_file), "--archive", str(stock_dir), "--output", str(output)]
     assert backfill_job.main(args) == 0
     capsys.readouterr()
-    done = subprocess.run(
-        [sys.executable, "-m", "cerfleet.cli", "run", str(query_file), *files],
-        capture_output=True,
-        check=True,
-        timeout=600,
-    )
-    expected = [orjson.loads(x) for x in done.stdout.splitlines()]
-    assert len(expected) > 100, "the comparison needs rows"
-    got = sorted(pq.read_table(output).to_pylist(), key=lambda r: r["start"])
-    assert [orjson.loads(r["value"]) for r in got] == expected
+    assert_rows_are_run_s(query_file, output, *files)
