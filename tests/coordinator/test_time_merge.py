@@ -77,6 +77,23 @@ def _effective(records: list[Record]) -> list[float]:
     return out
 
 
+def _each_once_in_offset_order(
+    out: list[Record], parts: list[list[list[Record]]]
+) -> dict[tuple[int, int], float]:
+    """Asserts every record left once and each partition's in offset order (commits stay
+    exact); returns each record's effective clock by (partition, offset)."""
+    everything = [r for chunks in parts for chunk in chunks for r in chunk]
+    assert sorted(out) == sorted(everything)
+    for p in range(len(parts)):
+        offsets = [r[1] for r in out if r[0] == p]
+        assert offsets == sorted(offsets)
+    clock: dict[tuple[int, int], float] = {}
+    for chunks in parts:
+        flat = [r for c in chunks for r in c]
+        clock.update({(r[0], r[1]): t for r, t in zip(flat, _effective(flat), strict=True)})
+    return clock
+
+
 @settings(max_examples=300, deadline=None)
 @given(backlogs())
 def test_the_merge_forwards_every_record_once_in_time_order(
@@ -84,17 +101,8 @@ def test_the_merge_forwards_every_record_once_in_time_order(
 ) -> None:
     parts, order = case
     out = _run(TimeMerge(idle=INF), parts, order)
-    everything = [r for chunks in parts for chunk in chunks for r in chunk]
-    assert sorted(out, key=lambda r: (r[0], r[1])) == sorted(everything)
-    # Each partition's records leave in offset order (commits stay exact).
-    for p in range(len(parts)):
-        offsets = [r[1] for r in out if r[0] == p]
-        assert offsets == sorted(offsets)
+    clock = _each_once_in_offset_order(out, parts)
     # And all of them in time order: no partition's clock ran ahead of another's.
-    clock: dict[tuple[int, int], float] = {}
-    for chunks in parts:
-        flat = [r for c in chunks for r in c]
-        clock.update({(r[0], r[1]): t for r, t in zip(flat, _effective(flat), strict=True)})
     times = [clock[(r[0], r[1])] for r in out]
     assert times == sorted(times)
 
@@ -110,15 +118,7 @@ def test_with_every_empty_partition_idle_each_take_is_in_time_order(
     parts, order = case
     takes: list[list[Record]] = []
     out = _run(TimeMerge(idle=0.0), parts, order, takes)
-    everything = [r for chunks in parts for chunk in chunks for r in chunk]
-    assert sorted(out) == sorted(everything)
-    for p in range(len(parts)):
-        offsets = [r[1] for r in out if r[0] == p]
-        assert offsets == sorted(offsets)
-    clock: dict[tuple[int, int], float] = {}
-    for chunks in parts:
-        flat = [r for c in chunks for r in c]
-        clock.update({(r[0], r[1]): t for r, t in zip(flat, _effective(flat), strict=True)})
+    clock = _each_once_in_offset_order(out, parts)
     for took in takes:
         times = [clock[(r[0], r[1])] for r in took]
         assert times == sorted(times)
