@@ -13,9 +13,15 @@ from typing import Any
 
 import orjson
 
-__all__ = ["dumps_kept"]
+__all__ = ["dumps_kept", "kept"]
+
+
+def kept(data: bytes) -> bytes:
+    """``data`` (an ``orjson.dumps`` result) in a bytes object of its own size, for
+    bytes first used briefly and only sometimes kept."""
+    return bytes(memoryview(data))
 
 
 def dumps_kept(value: Any, option: int | None = None) -> bytes:
     """``orjson.dumps(value, option=option)`` in a bytes object of the text's size."""
-    return bytes(memoryview(orjson.dumps(value, option=option)))
+    return kept(orjson.dumps(value, option=option))

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from cerfleet.errors import CEQLError, EventError
-from cerfleet.kept_json import dumps_kept
+from cerfleet.kept_json import kept
 from cerfleet.rdf.instants import KEY, instants
 from cerfleet.rdf.terms import Graph, index
 from cerfleet.rdf.trig import RdfEvent, read_trig
@@ -98,7 +98,7 @@ def results(
             for complex_event in evaluator.process(event, len(owner) - 1):
                 at = [owner[p] for p in complex_event.positions]
                 for row in rows.rows(at, merged):
-                    found.setdefault(dumps_kept(row, option=orjson.OPT_SORT_KEYS), row)
+                    found.setdefault(orjson.dumps(row, option=orjson.OPT_SORT_KEYS), row)
         for key in sorted(found):
             yield found[key]
 
@@ -176,10 +176,11 @@ def rsepql_evaluations(
                     continue
                 at = close
             for row in rows.rows(complex_event.positions, merged):
-                key = dumps_kept(row, option=orjson.OPT_SORT_KEYS)
+                key = orjson.dumps(row, option=orjson.OPT_SORT_KEYS)
                 if closes is None:
-                    found.setdefault(key, row)
+                    found.setdefault(key, row)  # an instant's: dropped with it
                 elif key not in seen:
+                    key = kept(key)  # held, then remembered in seen for good
                     held.setdefault(key, row)
                     heapq.heappush(waiting, (at, key))
         for key in sorted(found):

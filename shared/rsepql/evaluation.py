@@ -39,7 +39,7 @@ import orjson
 from cerfleet import pattern
 from cerfleet.cea.graph_match import Solution, compile_graph_match
 from cerfleet.cea.predicates import compile_predicate
-from cerfleet.kept_json import dumps_kept
+from cerfleet.kept_json import kept
 from cerfleet.rdf.instants import TIME
 from cerfleet.rdf.terms import BNode, Iri, Term
 from cerfleet.rsepql import syntax as s
@@ -174,12 +174,12 @@ class Evaluator:
             for mu, _start, end, just in results.values():
                 row: dict[str, Any] = {v: mu.get(v) for v in self.select}
                 row["time"] = instants[end][TIME]
-                found.setdefault(dumps_kept(row, option=orjson.OPT_SORT_KEYS), row)
+                found.setdefault(orjson.dumps(row, option=orjson.OPT_SORT_KEYS), row)
                 if self.query.consuming:
                     self.consumed |= just
             for key in sorted(found):
                 if key not in seen:
-                    seen.add(key)
+                    seen.add(kept(key))  # remembered for good: found's keys are not
                     yield now, found[key]
 
     def _eval(self, expr: s.Expr, upper: int, sub: Solution) -> dict[tuple[Key, int, int], Event]:
