@@ -12,8 +12,6 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -26,7 +24,6 @@ from cerfleet.fleet.registry import QuerySpec, write
 from cerfleet.fleet.topics import TopicError, partition_count
 from cerfleet.query import compile_query
 from tests.fleet import Fleet, Process, TopicReader
-from tests.kafka_broker import KafkaBroker
 
 N_EVENTS = 50_000
 
@@ -65,13 +62,6 @@ def delivered(values: list[dict[str, Any]], events: list[dict[str, Any]]) -> Cou
         assert v["events"] == [events[o] for o in offsets]
         got[(None if v["key"] is None else tuple(v["key"]), offsets)] += 1
     return got
-
-
-@pytest.fixture
-def fleet(kafka: KafkaBroker, tmp_path: Path) -> Iterator[Fleet]:
-    f = Fleet(kafka, tmp_path)
-    yield f
-    f.close()
 
 
 def _lines(events: list[dict[str, Any]]) -> list[bytes]:

@@ -12,29 +12,18 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 from confluent_kafka import Producer
 
 from benchmarks.datasets import stock, to_dicts
 from benchmarks.fleet import PARTITIONED
 from cerfleet.query import compile_query
 from tests.fleet import Fleet
-from tests.kafka_broker import KafkaBroker
 
 N_EVENTS = 40_000
 INPUT_PARTITIONS = 4
-
-
-@pytest.fixture
-def fleet(kafka: KafkaBroker, tmp_path: Path) -> Iterator[Fleet]:
-    f = Fleet(kafka, tmp_path)
-    yield f
-    f.close()
 
 
 def _write_backlog(fleet: Fleet, topic: str, events: list[dict[str, Any]]) -> list[list[int]]:

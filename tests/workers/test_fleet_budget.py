@@ -13,8 +13,6 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -23,7 +21,6 @@ import pytest
 from cerfleet.query import compile_query
 from cerfleet.workers.outputs import parse_origin
 from tests.fleet import Fleet, Process, TopicReader
-from tests.kafka_broker import KafkaBroker
 
 HEAVY = " ; ".join(["A"] * 160)
 SLOW = f"SELECT * FROM S WHERE ({HEAVY} ; Z) OR (B ; C) WITHIN 100 EVENTS"
@@ -31,13 +28,6 @@ NORMAL = "SELECT * FROM S WHERE A ; B WITHIN 3 EVENTS"
 NEW = "SELECT * FROM S WHERE B ; C WITHIN 2 EVENTS"
 BUDGET = "0.25"
 SUSPENDED = re.compile(r"slow \(version (\d+)\) on (\S+)\[(\d+)\] from offset (\d+): ([^;\"]+)")
-
-
-@pytest.fixture
-def fleet(kafka: KafkaBroker, tmp_path: Path) -> Iterator[Fleet]:
-    f = Fleet(kafka, tmp_path)
-    yield f
-    f.close()
 
 
 def _events(n: int) -> list[dict[str, Any]]:

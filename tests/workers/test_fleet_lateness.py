@@ -13,18 +13,14 @@ import io
 import random
 import time
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 
 from benchmarks.datasets import stock, to_dicts
 from cerfleet.query import compile_query
 from cerfleet.streams import LATE, steps
 from tests.fleet import Fleet
-from tests.kafka_broker import KafkaBroker
 from tests.workers.test_fleet import _produce_in_chunks
 
 BOUND_MS = 40
@@ -37,13 +33,6 @@ SELECT * FROM S WHERE BUY AS a ; SELL+ AS s ; BUY AS b
 FILTER a[name = 'DELL'] AND s[name = 'YHOO'] AND b[name = 'DELL']
 WITHIN 200 [stock_time]""",
 }
-
-
-@pytest.fixture
-def fleet(kafka: KafkaBroker, tmp_path: Path) -> Iterator[Fleet]:
-    f = Fleet(kafka, tmp_path)
-    yield f
-    f.close()
 
 
 def _shuffled(n: int) -> list[dict[str, Any]]:

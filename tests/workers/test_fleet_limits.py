@@ -4,28 +4,17 @@ flooding query is cut without starving its neighbours."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 
 import orjson
-import pytest
 from confluent_kafka import Producer
 
 from cerfleet.fleet.registry import QuerySpec, write
 from cerfleet.query import compile_query
 from tests.fleet import Fleet
-from tests.kafka_broker import KafkaBroker
 
 FLOOD = "SELECT * FROM S WHERE A+"  # 2^(n-1) complex events end at the n-th A
 NORMAL = "SELECT * FROM S WHERE A ; B WITHIN 4 EVENTS"
 CAP = 20
-
-
-@pytest.fixture
-def fleet(kafka: KafkaBroker, tmp_path: Path) -> Iterator[Fleet]:
-    f = Fleet(kafka, tmp_path)
-    yield f
-    f.close()
 
 
 def _submit(fleet: Fleet, name: str, ceql: str, source: str, *extra: str) -> str:

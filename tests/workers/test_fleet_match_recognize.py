@@ -9,7 +9,6 @@ per key) fails the test.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,6 @@ from benchmarks.datasets import stock, to_dicts
 from cerfleet.languages import row_writer
 from cerfleet.query import compile_query
 from tests.fleet import Fleet, TopicReader
-from tests.kafka_broker import KafkaBroker
 
 N_EVENTS = 20_000
 MR = "match_recognize"
@@ -49,13 +47,6 @@ QUERIES = {
 @pytest.fixture(scope="module")
 def events() -> list[dict[str, Any]]:
     return to_dicts(stock(N_EVENTS, seed=7))
-
-
-@pytest.fixture
-def fleet(kafka: KafkaBroker, tmp_path: Path) -> Iterator[Fleet]:
-    f = Fleet(kafka, tmp_path)
-    yield f
-    f.close()
 
 
 def by_key(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

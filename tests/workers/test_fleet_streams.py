@@ -11,19 +11,15 @@ sequence, each event given its topic's stream, by the input records they consist
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 from confluent_kafka.admin import AdminClient
 
 from benchmarks.datasets import stock, to_dicts
 from cerfleet.fleet.keyed import SRC_HEADER, header
 from cerfleet.query import compile_query
 from tests.fleet import Fleet
-from tests.kafka_broker import KafkaBroker
 
 QUERY = """SELECT * FROM S1, S2
 WHERE S1>BUY AS a ; S2>SELL AS b
@@ -31,13 +27,6 @@ FILTER a[name] = b[name] AND a[volume >= 100]
 WITHIN 200 EVENTS"""
 
 Record = tuple[str, int]  # input topic, offset
-
-
-@pytest.fixture
-def fleet(kafka: KafkaBroker, tmp_path: Path) -> Iterator[Fleet]:
-    f = Fleet(kafka, tmp_path)
-    yield f
-    f.close()
 
 
 def _embedded(

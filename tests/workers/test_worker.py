@@ -11,7 +11,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -25,7 +24,6 @@ from cerfleet.fleet.topics import TopicError, partition_count
 from cerfleet.workers import worker as worker_module
 from cerfleet.workers.worker import Worker
 from tests.fleet import FAST_GROUPS, Fleet, TopicReader
-from tests.kafka_broker import KafkaBroker
 from tests.workers.test_fleet import delivered, expected
 
 N_EVENTS = 20_000
@@ -34,13 +32,6 @@ N_EVENTS = 20_000
 @pytest.fixture(scope="module")
 def events() -> list[dict[str, Any]]:
     return to_dicts(stock(N_EVENTS, seed=3))
-
-
-@pytest.fixture
-def fleet(kafka: KafkaBroker, tmp_path: Path) -> Iterator[Fleet]:
-    f = Fleet(kafka, tmp_path)
-    yield f
-    f.close()
 
 
 @pytest.fixture
