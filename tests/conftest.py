@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from tests import batch_paths
 from tests.kafka_broker import TANSU_GAPS, KafkaBroker, broker_kind, start_broker
 
 REAL_KAFKA_SKIP_REASON = (
@@ -32,6 +33,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             assert marker is not None
             gap = marker.args[0]
             item.add_marker(pytest.mark.skip(reason=f"tansu gap: {TANSU_GAPS[gap]}"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def vector_paths() -> Iterator[None]:
+    """Every in-process batch takes the vector paths (``tests.batch_paths``)."""
+    batch_paths.use(batch_paths.VECTOR)
+    try:
+        yield
+    finally:
+        batch_paths.use(batch_paths.SHIPPED)
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from cerfleet.fleet.observability import dead_letters_counter
@@ -13,6 +15,31 @@ Counts = tuple[int, int, dict[str, int], dict[str, float]]
 # Event read → complex event handed to the producer: sub-millisecond when the
 # engine keeps up, up to seconds while a backlog drains.
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10)
+
+
+def observe_many(histogram: Any, amount: float, count: int) -> None:
+    """``histogram.observe(amount)`` ``count`` times, as one update when the client keeps
+    its buckets as this one does: a batch's complex events share one latency, and one
+    ``observe`` per complex event was a tenth of the worker's time on Kleene queries."""
+    bounds = getattr(histogram, "_upper_bounds", None)
+    buckets = getattr(histogram, "_buckets", None)
+    total = getattr(histogram, "_sum", None)
+    if (
+        count < 4
+        or not isinstance(bounds, list)
+        or not isinstance(buckets, list)
+        or len(bounds) != len(buckets)
+        or not hasattr(total, "inc")
+    ):
+        for _ in range(count):
+            histogram.observe(amount)
+        return
+    for bound, bucket in zip(bounds, buckets, strict=True):
+        if amount <= bound:
+            bucket.inc(count)
+            break
+    assert total is not None
+    total.inc(amount * count)
 
 
 class WorkerMetrics:

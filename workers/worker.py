@@ -58,7 +58,7 @@ from cerfleet.fleet.settings import WorkerSettings
 from cerfleet.fleet.topics import TopicError, ensure_topics
 from cerfleet.workers.catalog import Catalog
 from cerfleet.workers.keyed_batch import KeyedBatch, split_by_partition
-from cerfleet.workers.metrics import WorkerMetrics
+from cerfleet.workers.metrics import WorkerMetrics, observe_many
 from cerfleet.workers.outputs import output_key
 from cerfleet.workers.ownership import CheckpointTimeout, Ownership
 from cerfleet.workers.partition import DeadLetter, PartitionState
@@ -332,9 +332,7 @@ class Worker(Ownership):
         latency = time.monotonic() - received
         for name, count in per_query.items():
             self.metrics.complex_events.labels(name).inc(count)
-            observe = self.metrics.latency.labels(name).observe
-            for _ in range(count):
-                observe(latency)
+            observe_many(self.metrics.latency.labels(name), latency, count)
 
     def _dead_letter(self, state: PartitionState, letter: DeadLetter) -> None:
         rec = letter.record

@@ -44,7 +44,7 @@ class QueryEvaluator(Protocol):
 
 # A substream with this few events in a batch runs them one by one: with many keys
 # (one event each, say) the vector set-up per key costs far more than the events.
-FEW = 1
+FEW = 16
 
 
 def run_columns(

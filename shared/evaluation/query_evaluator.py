@@ -60,6 +60,9 @@ from cerfleet.evaluation.window import batch_clocks
 from cerfleet.pattern import Consume, Strategy
 from cerfleet.plan import QueryPlan
 
+# Batches of at most this many rows run row by row (``process_columns``).
+ROW_BATCH = 32
+
 if TYPE_CHECKING:
     import numpy as np
 else:
@@ -189,8 +192,9 @@ class QueryEvaluator:
         query = self.query
         row: Row = RowView(columns).at if events is None else events.__getitem__
         # Restarts that couple all keys, keys of another kind, or clocks that floats
-        # cannot hold exactly: row by row.
-        if query.keyed and query.consume is Consume.ANY:
+        # cannot hold exactly: row by row. So are small batches: the vector passes' set-up
+        # costs more than a few rows one by one.
+        if n <= ROW_BATCH or (query.keyed and query.consume is Consume.ANY):
             return self._rows(row, n, events, labels)
         groups = partition_groups(query.key_attrs, columns, n)
         if groups is None:

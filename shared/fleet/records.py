@@ -76,6 +76,9 @@ def _depth_over(event: dict[str, Any], limit: int) -> bool:
     return False
 
 
+_FEW_VALUES = 64
+
+
 def near_limits(values: Sequence[bytes | None], limits: RecordLimits = DEFAULT_LIMITS) -> list[int]:
     """The indexes of ``values`` that ``decode_event`` must judge before a decoder that
     reads only some fields may: tombstones, values over ``max_bytes`` and values with
@@ -83,6 +86,15 @@ def near_limits(values: Sequence[bytes | None], limits: RecordLimits = DEFAULT_L
     pass over the whole batch, not a call per value."""
     if not values:
         return []
+    if len(values) <= _FEW_VALUES:
+        # A small batch (a light load): the vector pass's set-up costs more than this.
+        return [
+            i
+            for i, v in enumerate(values)
+            if v is None
+            or len(v) > limits.max_bytes
+            or v.count(b"[") + v.count(b"{") > limits.max_depth
+        ]
     if None in values:
         nulls = [i for i, v in enumerate(values) if v is None]
         rest = near_limits([b"" if v is None else v for v in values], limits)
@@ -92,10 +104,12 @@ def near_limits(values: Sequence[bytes | None], limits: RecordLimits = DEFAULT_L
     text = np.frombuffer(b"".join(raws), np.uint8)
     brackets = ((text == ord("[")) | (text == ord("{"))).astype(np.int32)
     depth = np.zeros(len(raws), np.int64)
-    if len(text):
+    # reduceat sums from each index to the next; empty values (a tombstone's stand-in,
+    # b"") are left out of the indexes, or they would read a neighbour's bytes and cut
+    # short the value before them.
+    filled = np.flatnonzero(lengths)
+    if len(filled):
         starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-        # reduceat sums each value's own bytes; for an empty value it reads a neighbour's.
-        depth = np.add.reduceat(brackets, np.minimum(starts, len(text) - 1))
-        depth[lengths == 0] = 0
+        depth[filled] = np.add.reduceat(brackets, starts[filled])
     suspects = (lengths > limits.max_bytes) | (depth > limits.max_depth)
     return np.flatnonzero(suspects).tolist()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from typing import Any
@@ -12,6 +13,8 @@ from hypothesis import strategies as st
 
 from cerfleet import compile_query, pattern
 from cerfleet.ceql.printer import to_ceql
+from cerfleet.evaluation import columnar_run, query_evaluator
+from tests import batch_paths
 from tests.shared.strategies import TIME_FIELD, queries, streams
 
 EXAMPLES = int(os.environ.get("CERFLEET_DIFF_EXAMPLES", "2500")) // 2
@@ -62,6 +65,58 @@ def test_columns_match_rows(query: pattern.Pattern, stream: list[dict[str, Any]]
     if query.limit is None:
         expected, got = sorted(expected), sorted(got)
     assert got == expected, f"query:\n{text}\nstream:\n" + "\n".join(json.dumps(e) for e in stream)
+
+
+@settings(max_examples=EXAMPLES // 2, deadline=None, database=None)
+@given(
+    query=queries(strategies=ALL_STRATEGIES, consumes=ALL_CONSUMES, limits=True),
+    stream=streams(),
+    cuts=st.lists(st.integers(0, 30), max_size=4),
+    row_batch=st.integers(0, 6),
+    few=st.integers(1, 6),
+)
+def test_columns_match_rows_whatever_the_small_batch_thresholds(
+    query: pattern.Pattern,
+    stream: list[dict[str, Any]],
+    cuts: list[int],
+    row_batch: int,
+    few: int,
+) -> None:
+    # The thresholds below which a batch, or a key's rows in it, run row by row: drawn
+    # small, so that the random streams' batches fall on both sides of them.
+    text = to_ceql(query)
+    compiled = compile_query(text, time_field=TIME_FIELD)
+    rows = compiled.evaluator()
+    expected = [_key(ce) for e in stream for ce in rows.process(e)]
+    columnar = compiled.evaluator()
+    got = []
+    bounds = [0, *sorted(c for c in cuts if c < len(stream)), len(stream)]
+    before = (query_evaluator.ROW_BATCH, columnar_run.FEW)
+    batch_paths.use((row_batch, few))
+    try:
+        for a, b in itertools.pairwise(bounds):
+            got += [_key(ce) for ce in columnar.process_columns(to_columns(stream[a:b]))]
+    finally:
+        batch_paths.use(before)
+    if query.limit is None:
+        expected, got = sorted(expected), sorted(got)
+    assert got == expected, f"query:\n{text}\nstream:\n" + "\n".join(json.dumps(e) for e in stream)
+
+
+def test_the_shipped_thresholds_send_small_batches_row_by_row() -> None:
+    assert min(batch_paths.SHIPPED) >= 1  # else the vector paths' tests are all there is
+    with batch_paths.shipped_thresholds():
+        assert query_evaluator.ROW_BATCH >= 5
+        compiled = compile_query("SELECT * FROM S WHERE A ; B PARTITION BY [k] WITHIN 10 EVENTS")
+        stream = [{"type": "A" if i % 2 == 0 else "B", "k": i % 3} for i in range(200)]
+        expected = [_key(ce) for ce in compiled.evaluator().process_batch(stream)]
+        small, large = compiled.evaluator(), compiled.evaluator()
+        got_small = []
+        for a in range(0, len(stream), 5):  # every batch below ROW_BATCH
+            got_small += [_key(ce) for ce in small.process_columns(to_columns(stream[a : a + 5]))]
+        got_large = [_key(ce) for ce in large.process_columns(to_columns(stream))]
+    assert got_small == expected
+    assert got_large == expected
 
 
 def test_columns_skip_what_changes_nothing_but_keep_the_window() -> None:

@@ -9,12 +9,14 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cerfleet import CEQLError, CerfleetError, compile_query
 from cerfleet.cea.construction import MAX_TRANSITIONS, AutomatonTooLarge
 from cerfleet.ceql.parser import MAX_DEPTH
 from cerfleet.cli.main import main
-from cerfleet.fleet.records import RecordLimits, Rejected, decode_event
+from cerfleet.fleet.records import RecordLimits, Rejected, decode_event, near_limits
 from cerfleet.fleet.registry import MAX_QUERY_CHARS, QuerySpec, RegistryHistory
 from cerfleet.fleet.settings import WorkerSettings
 from tests.shared.fleet.test_cli import no_kafka, query_file, submit_args
@@ -159,3 +161,28 @@ def test_the_settings_carry_the_limits(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_errors_are_the_products_own() -> None:
     assert issubclass(AutomatonTooLarge, CerfleetError)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    values=st.lists(
+        st.none() | st.binary(max_size=40) | st.text("[{}]a,", max_size=40).map(str.encode),
+        max_size=80,
+    ),
+    max_bytes=st.integers(0, 40),
+    max_depth=st.integers(0, 12),
+)
+def test_near_limits_judges_small_and_large_batches_alike(
+    values: list[bytes | None], max_bytes: int, max_depth: int
+) -> None:
+    # A small batch is screened value by value, a large one by one vector pass.
+    limits = RecordLimits(max_bytes=max_bytes, max_depth=max_depth)
+    expected = [
+        i
+        for i, v in enumerate(values)
+        if v is None or len(v) > max_bytes or v.count(b"[") + v.count(b"{") > max_depth
+    ]
+    assert near_limits(values, limits) == expected
+    assert near_limits(values * 40, limits) == [
+        k * len(values) + i for k in range(40) for i in expected
+    ]
