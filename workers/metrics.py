@@ -9,8 +9,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from cerfleet.fleet.observability import dead_letters_counter
 
 # PartitionState.counts(): duplicates, suppressed outputs, truncated events per query,
-# evaluation seconds per query.
-Counts = tuple[int, int, dict[str, int], dict[str, float]]
+# evaluation seconds per query, late events per query.
+Counts = tuple[int, int, dict[str, int], dict[str, float], dict[str, int]]
 
 # Event read → complex event handed to the producer: sub-millisecond when the
 # engine keeps up, up to seconds while a backlog drains.
@@ -79,6 +79,13 @@ class WorkerMetrics:
             ["query"],
             registry=registry,
         )
+        self.late = Counter(
+            "cerfleet_worker_late_events",
+            "Events that took part in nothing because they arrived too late (behind their "
+            "key's clock or the lateness horizon, or past the query's lateness bound)",
+            ["query"],
+            registry=registry,
+        )
         self.dead_letters = dead_letters_counter(registry)
         self.latency = Histogram(
             "cerfleet_processing_latency_seconds",
@@ -141,3 +148,6 @@ class WorkerMetrics:
                 self.truncated.labels(query).inc(cut - before[2].get(query, 0))
         for query, seconds in after[3].items():
             self.evaluation.labels(query).inc(max(0.0, seconds - before[3].get(query, 0.0)))
+        for query, late in after[4].items():
+            if late > before[4].get(query, 0):
+                self.late.labels(query).inc(late - before[4].get(query, 0))

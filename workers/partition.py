@@ -111,6 +111,9 @@ class PartitionState:
     truncated: dict[str, int] = field(default_factory=dict)  # query -> records cut
     # query -> seconds spent evaluating it here: which query a slow worker is busy with
     evaluation_seconds: dict[str, float] = field(default_factory=dict)
+    # query -> events that arrived too late to take part in anything (behind their key's
+    # clock or the lateness horizon, or past a lateness bound's reorder stage).
+    late: dict[str, int] = field(default_factory=dict)
     time_budget: float = 0.0  # per query and batch, in seconds (0: none)
     suspensions: Suspensions = field(default_factory=Suspensions)
     clock: Callable[[], float] = time.perf_counter  # what evaluation time is read from
@@ -163,12 +166,16 @@ class PartitionState:
                 continue
             evaluator.max_outputs = run.max_outputs or self.max_outputs_per_event
             started = self.clock()
+            late_before = evaluator.late + (0 if run.lateness is None else run.lateness.late)
             if run.lateness is None:
                 ces = evaluator.process_columns(
                     decoded.columns, events=decoded.events, positions=decoded.positions
                 )
             else:
                 ces = in_time_order(run.lateness, evaluator, decoded.events, decoded.positions)
+            late = evaluator.late + (0 if run.lateness is None else run.lateness.late)
+            if late != late_before:
+                self.late[run.name] = self.late.get(run.name, 0) + late - late_before
             cut = set(evaluator.truncated_ends)
             if cut:
                 evaluator.truncated_ends.clear()
@@ -233,10 +240,16 @@ class PartitionState:
         )
         return DeadLetter(record, query, reason, error)
 
-    def counts(self) -> tuple[int, int, dict[str, int], dict[str, float]]:
-        """Duplicates, suppressed outputs, truncated records and evaluation seconds per
-        query, so far."""
-        return self.duplicates, self.suppressed, dict(self.truncated), dict(self.evaluation_seconds)
+    def counts(self) -> tuple[int, int, dict[str, int], dict[str, float], dict[str, int]]:
+        """Duplicates, suppressed outputs, and per query truncated records, evaluation
+        seconds and late events, so far."""
+        return (
+            self.duplicates,
+            self.suppressed,
+            dict(self.truncated),
+            dict(self.evaluation_seconds),
+            dict(self.late),
+        )
 
     def _count_truncated(self, run: QueryRun, records: int) -> None:
         query = run.name

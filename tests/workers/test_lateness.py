@@ -153,6 +153,8 @@ def test_held_events_are_in_the_checkpoint_and_a_late_one_is_dropped() -> None:
     stage = ckpt.queries["late-seq"].lateness
     assert stage is not None and len(stage["buffer"]["held"]) == 2  # t=11 and t=12
     assert stage["late"] == 1
+    # Counted per query, for the late events metric: each query dropped the t=5 event.
+    assert state.counts()[4] == {"late-seq": 1, "late-declared": 1}
     restored = PartitionState.restore(CATALOG, _keyed_topic(), 0, ckpt, {})
     later = _records([{"type": "Z", "v": 0, "t": 100, "n": 10}], first=9)
     got = run(restored, [later])

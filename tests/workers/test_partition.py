@@ -605,3 +605,21 @@ def test_each_kind_of_dead_letter() -> None:
     assert len(dead) == 8  # the tombstone is not an object either
     assert "'v'" in by_reason[("declared", "schema")].error
     assert "'type'" in by_reason[("loose", "no_type")].error
+
+
+def test_late_events_are_counted_per_query() -> None:
+    # kp-time's clock is t: in key 1, t=2 after t=5 is late (the other queries of the
+    # group count events, so nothing is late for them).
+    (topic,) = [t for t, entries in TOPICS.items() if "kp-time" in {e.spec.name for e in entries}]
+    state = fresh(topic)
+    events = [
+        {"type": "A", "k": 1, "v": 1, "t": 5},
+        {"type": "B", "k": 1, "v": 1, "t": 2},
+        {"type": "B", "k": 2, "v": 1, "t": 1},  # another key: its own clock
+        {"type": "C", "k": 1, "v": 1, "t": 4},
+    ]
+    records = records_of(events)
+    state.process(records[:3])
+    assert state.counts()[4] == {"kp-time": 1}
+    state.process(records[3:])
+    assert state.counts()[4] == {"kp-time": 2}

@@ -114,7 +114,7 @@ def test_cutting_is_logged_once_per_partition_and_query(caplog: Any) -> None:
         'were dropped (outputs flagged "truncated", metric '
         "cerfleet_worker_truncated_events_total)"
     ]
-    duplicates, suppressed, truncated, seconds = s.counts()
+    duplicates, suppressed, truncated, seconds, _ = s.counts()
     assert (duplicates, suppressed, truncated) == (0, 0, {"flood": 4})
     assert set(seconds) == {"flood", "pair"} and all(v > 0 for v in seconds.values())
 
