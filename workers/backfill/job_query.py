@@ -14,7 +14,7 @@ from cerfleet.fleet.registry import FLEET_LANGUAGES
 from cerfleet.languages import WRITERS
 from cerfleet.pattern import Consume
 from cerfleet.query import CompiledQuery, compile_query
-from cerfleet.workers.backfill.rdf_streams import declared_streams
+from cerfleet.rdf.streams import declared_streams
 
 # Run by ``rdf_units`` over RDF graph event records.
 RDF_LANGUAGES = ("spaseq", "rsepql")
