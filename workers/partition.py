@@ -48,6 +48,7 @@ from cerfleet.evaluation.snapshot import dump_counted
 from cerfleet.fleet.records import DEFAULT_LIMITS, RecordLimits
 from cerfleet.fleet.registry import Registered
 from cerfleet.query import Evaluator
+from cerfleet.rdf.live import LiveRdf
 from cerfleet.workers.budget import Suspension, Suspensions
 from cerfleet.workers.catalog import Catalog
 from cerfleet.workers.checkpoint import Checkpoint, QueryCheckpoint
@@ -55,6 +56,7 @@ from cerfleet.workers.keyed_batch import KeyedBatch
 from cerfleet.workers.keyed_decoding import RECORD_REASONS, decode_rows, screen, segments
 from cerfleet.workers.lateness import in_time_order, stage_of
 from cerfleet.workers.query_run import Output, QueryRun, numbered
+from cerfleet.workers.rdf_runs import evaluate_rdf, new_evaluator, restored_evaluator
 from cerfleet.workers.row_outputs import RowOutputs
 
 log = logging.getLogger(__name__)
@@ -149,6 +151,16 @@ class PartitionState:
             if not rows:
                 continue  # suspended
             evaluator = run.evaluator
+            if isinstance(evaluator, LiveRdf):
+                rdf_outputs, suppressed, problems = evaluate_rdf(run, evaluator, batch, rows)
+                outputs += rdf_outputs
+                self.suppressed += suppressed
+                for i, reason, error in problems:
+                    query = None if reason in RECORD_REASONS else run.name
+                    if query is not None or i not in reported:
+                        reported.add(i)
+                        dead.append(self._letter(batch, i, query, reason, error))
+                continue
             decoded = decode_rows(
                 evaluator.query.json_decoder, batch, rows, run.entry.spec.topic_streams
             )
@@ -268,13 +280,13 @@ class PartitionState:
                 # processed here had seen removed.
                 and not self.catalog.removed_before(name, entry.version, self.registry_seen)
             ):
-                self.runs[name] = self._new_run(entry, entry.query.evaluator(), 0)
+                self.runs[name] = self._new_run(entry, new_evaluator(entry), 0)
         return [self.runs[n] for n in sorted(self.runs)]
 
     def _new_run(
         self,
         entry: Registered,
-        evaluator: Evaluator,
+        evaluator: Evaluator | LiveRdf,
         emitted: int,
         lateness: dict[str, Any] | None = None,
         output: Any = None,
@@ -363,7 +375,7 @@ class PartitionState:
                     f"checkpoint of {keyed_topic}[{partition}] needs query {name!r} "
                     f"version {qc.version}, which the registry does not hold"
                 )
-            evaluator = entry.query.restore(qc.snapshot)
+            evaluator = restored_evaluator(entry, qc.snapshot)
             state.runs[name] = state._new_run(entry, evaluator, qc.emitted, qc.lateness, qc.output)
         return state
 
