@@ -53,10 +53,16 @@ from cerfleet.workers.budget import Suspension, Suspensions
 from cerfleet.workers.catalog import Catalog
 from cerfleet.workers.checkpoint import Checkpoint, QueryCheckpoint
 from cerfleet.workers.keyed_batch import KeyedBatch
-from cerfleet.workers.keyed_decoding import RECORD_REASONS, decode_rows, screen, segments
+from cerfleet.workers.keyed_decoding import (
+    RECORD_REASONS,
+    Screened,
+    decode_rows,
+    screen,
+    segments,
+)
 from cerfleet.workers.lateness import in_time_order, stage_of
 from cerfleet.workers.query_run import Output, QueryRun, numbered
-from cerfleet.workers.rdf_runs import evaluate_rdf, new_evaluator, restored_evaluator
+from cerfleet.workers.rdf_runs import evaluate_rdf, new_evaluator, rdf_group, restored_evaluator
 from cerfleet.workers.row_outputs import RowOutputs
 
 log = logging.getLogger(__name__)
@@ -133,7 +139,10 @@ class PartitionState:
         fresh = self._fresh(batch)
         if not fresh:
             return [], []
-        screened = screen(batch, fresh, self.record_limits)
+        if rdf_group(self.catalog, self.keyed_topic, batch.registries[fresh[-1]]):
+            screened = Screened(fresh, [])  # graphs, not JSON: judged by their decoder
+        else:
+            screened = screen(batch, fresh, self.record_limits)
         dead = [self._letter(batch, i, None, r.reason, r.error) for i, r in screened.rejected]
         reported = {i for i, _ in screened.rejected}
         work: dict[int, tuple[QueryRun, list[int]]] = {}

@@ -25,13 +25,22 @@ from cerfleet.query import Evaluator
 from cerfleet.rdf.live import LiveRdf
 from cerfleet.rdf.records import decode_record
 from cerfleet.rdf.streams import declared_streams, stream_of
+from cerfleet.workers.catalog import Catalog
 from cerfleet.workers.keyed_batch import KeyedBatch
 from cerfleet.workers.query_run import Output, QueryRun
 
-__all__ = ["NOT_RDF", "evaluate_rdf", "new_evaluator", "restored_evaluator"]
+__all__ = ["NOT_RDF", "evaluate_rdf", "new_evaluator", "rdf_group", "restored_evaluator"]
 
 NOT_RDF = "not_rdf"  # a record that is not one RDF graph event of a stream of the query
 _LATE = "late"  # an event before the instant being read (the merge's idle timeout)
+
+
+def rdf_group(catalog: Catalog, keyed_topic: str, registry_offset: int) -> bool:
+    """Whether ``keyed_topic`` carries RDF records: its group's queries are RDF queries
+    (they have groups of their own), whose records JSON limits do not judge (a TriG
+    record's blank nodes are brackets, not nesting)."""
+    queries = catalog.queries_at(keyed_topic, registry_offset).values()
+    return any(e.spec.query_language in RDF_LANGUAGES for e in queries)
 
 
 def new_evaluator(entry: Registered) -> Evaluator | LiveRdf:
