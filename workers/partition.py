@@ -161,7 +161,10 @@ class PartitionState:
                 continue  # suspended
             evaluator = run.evaluator
             if isinstance(evaluator, LiveRdf):
+                started = self.clock()
                 rdf_outputs, suppressed, problems = evaluate_rdf(run, evaluator, batch, rows)
+                spent = self.clock() - started
+                self.evaluation_seconds[run.name] = self.evaluation_seconds.get(run.name, 0) + spent
                 outputs += rdf_outputs
                 self.suppressed += suppressed
                 for i, reason, error in problems:
