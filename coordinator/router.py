@@ -32,7 +32,8 @@ from prometheus_client import CollectorRegistry
 
 from cerfleet.coordinator.input_sync import SyncedInput
 from cerfleet.coordinator.metrics import RouterMetrics
-from cerfleet.coordinator.partition_keys import Extracted, KeyExtractor, clock_of
+from cerfleet.coordinator.partition_keys import Extracted
+from cerfleet.coordinator.rdf_routing import Extractor, extract, extractor_for
 from cerfleet.coordinator.time_merge import Run
 from cerfleet.fleet.batching import BATCHED_PRODUCER, drain
 from cerfleet.fleet.commits import commit_with_retry
@@ -62,7 +63,7 @@ class _Fetched:
     offsets: list[int]
     srcs: list[bytes]  # each record's input coordinates, as ``encode_src`` writes them
     stamps: list[tuple[int, int]]  # each record's (timestamp type, timestamp)
-    extractor: KeyExtractor
+    extractor: Extractor
     extracted: Extracted
     reg: bytes  # the registry offset of the routing table it was extracted for
 
@@ -83,7 +84,7 @@ class Router:
         self._subscribed: tuple[str, ...] = ()
         self._pending: dict[tuple[str, int], int] = {}  # next offset to commit, per input
         self._failure: KafkaError | None = None
-        self._extractors: dict[str, KeyExtractor] = {}  # per input topic, for its groups
+        self._extractors: dict[str, Extractor] = {}  # per input topic, for its groups
         self._input: SyncedInput[_Fetched] = SyncedInput(
             settings.merge_idle, 2 * settings.batch_size
         )
@@ -152,9 +153,7 @@ class Router:
             ensure_topics(self.settings.client_config(), keyed)
         self._by_topic = groups_by_topic(groups)
         limits = self._limits
-        self._extractors = {
-            t: KeyExtractor(gs, limits, clock_of(gs)) for t, gs in self._by_topic.items()
-        }
+        self._extractors = {t: extractor_for(t, gs, limits) for t, gs in self._by_topic.items()}
         self.metrics.queries.set(len(registry.current))
         self.metrics.groups.set(len(groups))
         inputs = tuple(sorted(self._by_topic))
@@ -237,7 +236,7 @@ class Router:
             [prefix % (partition, o) for o in offsets],
             [m.timestamp() for m in msgs],
             extractor,
-            extractor.extract(values),
+            extract(extractor, msgs, values),
             reg,
         )
 
@@ -258,7 +257,7 @@ class Router:
             self._emit_segment(extractor, runs[a:b])
             a = b
 
-    def _emit_segment(self, extractor: KeyExtractor, runs: Sequence[Run[_Fetched]]) -> None:
+    def _emit_segment(self, extractor: Extractor, runs: Sequence[Run[_Fetched]]) -> None:
         produce = self._producer.produce
         delivered = self._delivered
         for g, group in enumerate(extractor.groups):

@@ -27,7 +27,7 @@ from cerfleet.workers.keyed_events import STREAM_FIELD, KeyedEvents
 __all__ = ["RECORD_REASONS", "Decoded", "Screened", "decode_rows", "screen", "segments"]
 
 # Dead-letter reasons that are about the record, not about one query reading it.
-RECORD_REASONS = frozenset({"invalid_json", "not_an_object", "too_large", "too_deep"})
+RECORD_REASONS = frozenset({"invalid_json", "not_an_object", "too_large", "too_deep", "not_rdf"})
 # The messages ``events.records.type_problem`` gives.
 _TYPE_PROBLEMS = ("missing type field ", "type field ", "empty type field ")
 

@@ -48,13 +48,21 @@ from cerfleet.evaluation.snapshot import dump_counted
 from cerfleet.fleet.records import DEFAULT_LIMITS, RecordLimits
 from cerfleet.fleet.registry import Registered
 from cerfleet.query import Evaluator
+from cerfleet.rdf.live import LiveRdf
 from cerfleet.workers.budget import Suspension, Suspensions
 from cerfleet.workers.catalog import Catalog
 from cerfleet.workers.checkpoint import Checkpoint, QueryCheckpoint
 from cerfleet.workers.keyed_batch import KeyedBatch
-from cerfleet.workers.keyed_decoding import RECORD_REASONS, decode_rows, screen, segments
+from cerfleet.workers.keyed_decoding import (
+    RECORD_REASONS,
+    Screened,
+    decode_rows,
+    screen,
+    segments,
+)
 from cerfleet.workers.lateness import in_time_order, stage_of
 from cerfleet.workers.query_run import Output, QueryRun, numbered
+from cerfleet.workers.rdf_runs import evaluate_rdf, new_evaluator, rdf_group, restored_evaluator
 from cerfleet.workers.row_outputs import RowOutputs
 
 log = logging.getLogger(__name__)
@@ -134,7 +142,10 @@ class PartitionState:
         fresh = self._fresh(batch)
         if not fresh:
             return [], []
-        screened = screen(batch, fresh, self.record_limits)
+        if rdf_group(self.catalog, self.keyed_topic, batch.registries[fresh[-1]]):
+            screened = Screened(fresh, [])  # graphs, not JSON: judged by their decoder
+        else:
+            screened = screen(batch, fresh, self.record_limits)
         dead = [self._letter(batch, i, None, r.reason, r.error) for i, r in screened.rejected]
         reported = {i for i, _ in screened.rejected}
         work: dict[int, tuple[QueryRun, list[int]]] = {}
@@ -152,6 +163,19 @@ class PartitionState:
             if not rows:
                 continue  # suspended
             evaluator = run.evaluator
+            if isinstance(evaluator, LiveRdf):
+                started = self.clock()
+                rdf_outputs, suppressed, problems = evaluate_rdf(run, evaluator, batch, rows)
+                spent = self.clock() - started
+                self.evaluation_seconds[run.name] = self.evaluation_seconds.get(run.name, 0) + spent
+                outputs += rdf_outputs
+                self.suppressed += suppressed
+                for i, reason, error in problems:
+                    query = None if reason in RECORD_REASONS else run.name
+                    if query is not None or i not in reported:
+                        reported.add(i)
+                        dead.append(self._letter(batch, i, query, reason, error))
+                continue
             decoded = decode_rows(
                 evaluator.query.json_decoder, batch, rows, run.entry.spec.topic_streams
             )
@@ -281,13 +305,13 @@ class PartitionState:
                 # processed here had seen removed.
                 and not self.catalog.removed_before(name, entry.version, self.registry_seen)
             ):
-                self.runs[name] = self._new_run(entry, entry.query.evaluator(), 0)
+                self.runs[name] = self._new_run(entry, new_evaluator(entry), 0)
         return [self.runs[n] for n in sorted(self.runs)]
 
     def _new_run(
         self,
         entry: Registered,
-        evaluator: Evaluator,
+        evaluator: Evaluator | LiveRdf,
         emitted: int,
         lateness: dict[str, Any] | None = None,
         output: Any = None,
@@ -376,7 +400,7 @@ class PartitionState:
                     f"checkpoint of {keyed_topic}[{partition}] needs query {name!r} "
                     f"version {qc.version}, which the registry does not hold"
                 )
-            evaluator = entry.query.restore(qc.snapshot)
+            evaluator = restored_evaluator(entry, qc.snapshot)
             state.runs[name] = state._new_run(entry, evaluator, qc.emitted, qc.lateness, qc.output)
         return state
 

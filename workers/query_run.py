@@ -17,6 +17,7 @@ from cerfleet.complex_event import ComplexEvent
 from cerfleet.fleet.keyed import ORIGIN_HEADER
 from cerfleet.fleet.registry import Registered
 from cerfleet.query import Evaluator
+from cerfleet.rdf.live import LiveRdf
 from cerfleet.workers.lateness import Lateness
 from cerfleet.workers.outputs import origin, output_value
 from cerfleet.workers.row_outputs import OMITTED_HEADER, TRUNCATED_HEADER, RowOutputs
@@ -39,7 +40,7 @@ class Output:
 @dataclass(slots=True)
 class QueryRun:
     entry: Registered
-    evaluator: Evaluator
+    evaluator: Evaluator | LiveRdf  # LiveRdf: an RDF query's (``rdf_runs``)
     emitted: int = 0  # outputs numbered so far
     suppress: int = 0  # outputs numbered below this were already published
     lateness: Lateness | None = None  # the reorder stage of a query with a bound

@@ -15,20 +15,18 @@ import re
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from cerfleet.errors import CEQLError, EventError
 from cerfleet.kept_json import kept
-from cerfleet.rdf.instants import KEY, instants
+from cerfleet.rdf.instants import instants
+from cerfleet.rdf.live import LiveRdf
 from cerfleet.rdf.terms import Graph, index
 from cerfleet.rdf.trig import RdfEvent, read_trig
 
-if TYPE_CHECKING:
-    from cerfleet.spaseq.syntax import Query
-
-__all__ = ["results", "rsepql_evaluations", "rsepql_results", "run_rdf"]
+__all__ = ["in_time_order", "results", "rsepql_evaluations", "rsepql_results", "run_rdf"]
 
 EXIT_OK = 0
 _NAMES = {"spaseq": "SPAseq", "rsepql": "RSEP-QL"}
@@ -72,10 +70,7 @@ def results(
     the engine also checks shared variables and stateful filters as correlations (off
     by default: measured slower than the output stage alone, README). Either way the
     output stage checks them exactly."""
-    from cerfleet.query import CompiledQuery
     from cerfleet.spaseq.check import parse
-    from cerfleet.spaseq.output import Rows
-    from cerfleet.spaseq.translate import to_pattern
 
     query = parse(text)
     declared = dict(query.streams)
@@ -84,23 +79,8 @@ def results(
             raise ValueError(
                 f"stream {name} is not declared by FROM STREAM (declared: {', '.join(declared)})"
             )
-    form = to_pattern(query, correlate=correlate, partition=partition)
-    compiled = CompiledQuery.from_pattern(form, text=text, language="spaseq")
-    evaluator = compiled.evaluator()
-    rows = Rows(query)
-    keys = _Keys(query) if form.partition_by else None
-    merged, _ = instants(streams, background)
-    owner: list[int] = []  # evaluator position -> index of its instant in ``merged``
-    for i, instant in enumerate(merged):
-        found: dict[bytes, dict[str, Any]] = {}
-        for event in [instant] if keys is None else keys.copies(instant):
-            owner.append(i)
-            for complex_event in evaluator.process(event, len(owner) - 1):
-                at = [owner[p] for p in complex_event.positions]
-                for row in rows.rows(at, merged):
-                    found.setdefault(orjson.dumps(row, option=orjson.OPT_SORT_KEYS), row)
-        for key in sorted(found):
-            yield found[key]
+    live = LiveRdf("spaseq", text, background, correlate=correlate, partition=partition)
+    yield from live.results(in_time_order(streams))
 
 
 def rsepql_results(
@@ -142,16 +122,25 @@ def rsepql_evaluations(
                 f"{', '.join(sorted(declared))})"
             )
         named.append((by_name[name], events))
+    if not query.per_evaluation() and not query.stepped():
+        live = LiveRdf("rsepql", text)
+        for stream, event in in_time_order(named):
+            for row in live.push(stream, event):
+                yield live.closed_at, row
+        for row in live.flush():
+            yield live.closed_at, row
+        return
     merged, _ = instants(named)
     if query.per_evaluation():
         from cerfleet.rsepql.evaluation import Evaluator
 
         yield from Evaluator(query).rows(merged)
         return
+    # A STEP window: reported at closes bounded by the last instant (not incremental).
     form = rsepql_pattern(query)
     evaluator = CompiledQuery.from_pattern(form, text=text, language="rsepql").evaluator()
     rows = RsepqlRows(query)
-    closes = Closes(query, [i["timestamp"] for i in merged]) if query.stepped() else None
+    closes = Closes(query, [i["timestamp"] for i in merged])
     # Rows waiting for the close that reports them: (close, row key), and the rows.
     waiting: list[tuple[int, bytes]] = []
     held: dict[bytes, dict[str, Any]] = {}
@@ -166,59 +155,35 @@ def rsepql_evaluations(
 
     for i, instant in enumerate(merged):
         yield from due(instant["timestamp"])
-        found: dict[bytes, dict[str, Any]] = {}
         for complex_event in evaluator.process(instant, i):
-            at = instant["timestamp"]
-            if closes is not None:
-                items = [merged[p]["timestamp"] for p in complex_event.positions]
-                close = closes.report_time(items)
-                if close is None:
-                    continue
-                at = close
+            items = [merged[p]["timestamp"] for p in complex_event.positions]
+            close = closes.report_time(items)
+            if close is None:
+                continue
             for row in rows.rows(complex_event.positions, merged):
                 key = orjson.dumps(row, option=orjson.OPT_SORT_KEYS)
-                if closes is None:
-                    found.setdefault(key, row)  # an instant's: dropped with it
-                elif key not in seen:
+                if key not in seen:
                     key = kept(key)  # held, then remembered in seen for good
                     held.setdefault(key, row)
-                    heapq.heappush(waiting, (at, key))
-        for key in sorted(found):
-            yield instant["timestamp"], found[key]
+                    heapq.heappush(waiting, (close, key))
     yield from due(None)
 
 
-class _Keys:
-    """The instants routed by the values of the variable every GPM binds: an instant
-    whose GPMs bind it to several values goes to each of those keys (its copies share
-    the solutions; a result is found under its own value, and rows are deduplicated),
-    one that binds it to none matches no GPM and goes nowhere."""
+def in_time_order(
+    streams: Sequence[tuple[str, Sequence[RdfEvent]]],
+) -> Iterator[tuple[str, RdfEvent]]:
+    """The events of ``streams`` (each in time order) merged in time order; ties in
+    the order of ``streams``, then each stream's."""
+    keyed = [_keyed(s, name, events) for s, (name, events) in enumerate(streams)]
+    for _, _, _, name, event in heapq.merge(*keyed):
+        yield name, event
 
-    def __init__(self, query: Query) -> None:
-        from cerfleet.cea.graph_match import compile_graph_match
-        from cerfleet.cea.predicates import compile_predicate
-        from cerfleet.spaseq.correlations import partition_variable
-        from cerfleet.spaseq.syntax import refs
-        from cerfleet.spaseq.translate import gpm_pred
 
-        var = partition_variable(query)
-        assert var is not None
-        self.var = var
-        names = {n for e in query.elements for n in refs(e.bop)}
-        self.matches = [
-            compile_graph_match(gpm_pred(query.gpms[n]), compile_predicate) for n in sorted(names)
-        ]
-
-    def copies(self, instant: dict[str, Any]) -> list[dict[str, Any]]:
-        values: dict[tuple[str, Any], Any] = {}
-        for match in self.matches:
-            for solution in match(instant):  # also writes the exports into the instant
-                value = solution[self.var]
-                values.setdefault((type(value).__name__, value), value)
-        if len(values) == 1:
-            instant[KEY] = next(iter(values.values()))
-            return [instant]
-        return [{**instant, KEY: value} for value in values.values()]
+def _keyed(
+    s: int, name: str, events: Sequence[RdfEvent]
+) -> Iterator[tuple[int, int, int, str, RdfEvent]]:
+    for k, e in enumerate(events):
+        yield e.ms, s, k, name, e
 
 
 def run_rdf(args: argparse.Namespace, text: str, language: str = "spaseq") -> int:

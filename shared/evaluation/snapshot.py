@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from cerfleet.errors import SnapshotError
@@ -123,9 +123,13 @@ def dump(ev: EvaluatorState) -> bytes:
     return dump_counted(ev)[0]
 
 
-def dump_counted(ev: EvaluatorState) -> tuple[bytes, int]:
+def dump_counted(
+    ev: EvaluatorState, encode_event: Callable[[Mapping[str, Any]], Any] = dict
+) -> tuple[bytes, int]:
     """The snapshot and the number of tECS nodes it holds (those reachable from the
-    union-lists: the live part of the data structure)."""
+    union-lists: the live part of the data structure). ``encode_event``: an event as
+    JSON (events that are not JSON themselves, as RDF instants, are written as a
+    reference their caller resolves on restore)."""
     writer = _Writer()
     subs = [
         {
@@ -145,7 +149,7 @@ def dump_counted(ev: EvaluatorState) -> tuple[bytes, int]:
         "epoch": ev.epoch,
         "late": ev.late,
         "unpartitioned": ev.unpartitioned,
-        "events": [dict(e) for e in writer.events],
+        "events": [encode_event(e) for e in writer.events],
         "nodes": writer.rows,
         "substreams": subs,
         "lags": [] if ev.lags is None else ev.lags.export(),
@@ -157,8 +161,13 @@ def dump_counted(ev: EvaluatorState) -> tuple[bytes, int]:
     return data, len(writer.rows)
 
 
-def load_into(ev: EvaluatorState, data: bytes) -> None:
-    """Restore ``data`` into ``ev``, a fresh evaluator of the query it was taken from."""
+def load_into(
+    ev: EvaluatorState,
+    data: bytes,
+    decode_event: Callable[[Any], Mapping[str, Any]] | None = None,
+) -> None:
+    """Restore ``data`` into ``ev``, a fresh evaluator of the query it was taken from
+    (``decode_event`` reverses the ``encode_event`` it was dumped with)."""
     query = ev.query
     try:
         doc = json.loads(zlib.decompress(data))
@@ -169,6 +178,8 @@ def load_into(ev: EvaluatorState, data: bytes) -> None:
     if doc.get("query") != query.fingerprint:
         raise SnapshotError("snapshot was taken for a different query")
     events: list[Mapping[str, Any]] = doc["events"]
+    if decode_event is not None:
+        events = [decode_event(e) for e in events]
     nodes: list[Node] = []
     for kind, pos, max_start, tmax, left, right, event, *tagged in doc["nodes"]:
         node = Node(

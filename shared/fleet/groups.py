@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from cerfleet.fleet.keyed import GroupId
-from cerfleet.fleet.registry import Registered
+from cerfleet.fleet.rdf_queries import RDF_GROUP
+from cerfleet.fleet.registry import RDF_LANGUAGES, Registered
 
 
 @dataclass
@@ -16,11 +17,18 @@ class Group:
     queries: dict[str, Registered] = field(default_factory=dict)
 
     @property
+    def rdf(self) -> bool:
+        """Whether its queries are SPAseq or RSEP-QL queries (``fleet.rdf_queries``)."""
+        return self.id.partition_attrs == (RDF_GROUP,)
+
+    @property
     def type_fields(self) -> frozenset[str]:
         return frozenset(r.spec.type_field for r in self.queries.values())
 
 
 def group_id_of(entry: Registered) -> GroupId:
+    if entry.spec.query_language in RDF_LANGUAGES:
+        return GroupId.of(entry.spec.input_topics, (RDF_GROUP,))
     return GroupId.of(entry.spec.input_topics, entry.query.partition_attrs)
 
 

@@ -45,10 +45,10 @@ NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$"
 # Whoever can write to the registry runs its queries on every worker: query texts are
 # bounded here, their nesting by the CEQL parser and their automata by the compiler.
 MAX_QUERY_CHARS = 65_536
-# The languages a registry record may hold: those over JSON events (SPAseq and RSEP-QL
-# read RDF graph streams, which the fleet does not route).
-FLEET_LANGUAGES = ("ceql", "match_recognize")
-_RDF = ("spaseq", "rsepql")
+# The languages a registry record may hold. SPAseq and RSEP-QL read RDF graph events (one
+# record per event, each input topic a stream: ``cerfleet.rdf.streams``).
+FLEET_LANGUAGES = ("ceql", "match_recognize", "spaseq", "rsepql")
+RDF_LANGUAGES = ("spaseq", "rsepql")
 
 # Applied when the topic is created here. A broker's defaults would delete the
 # queries after a week (log.retention.hours) or once the topic outgrew a
@@ -116,12 +116,14 @@ class QuerySpec(BaseModel):
         stream_field = None if self.topic_streams is None else STREAM_FIELD
         language = self.query_language
         if language not in FLEET_LANGUAGES:
-            # Said where an RDF query does run, since its records' format is the fleet's.
-            where = " (cerfleet run and cerfleet backfill run it)" if language in _RDF else ""
             raise CerfleetError(
-                f"query {self.name!r}: the fleet runs {' and '.join(FLEET_LANGUAGES)} "
-                f"queries, not {language}{where}"
+                f"query {self.name!r}: the fleet runs {', '.join(FLEET_LANGUAGES)} "
+                f"queries, not {language}"
             )
+        if language in RDF_LANGUAGES:
+            from cerfleet.fleet.rdf_queries import check_rdf
+
+            check_rdf(self)
         query = compile_query(
             self.ceql,
             type_field=self.type_field,

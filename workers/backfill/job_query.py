@@ -10,14 +10,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from cerfleet.errors import CerfleetError
-from cerfleet.fleet.registry import FLEET_LANGUAGES
+from cerfleet.fleet.registry import FLEET_LANGUAGES, RDF_LANGUAGES
 from cerfleet.languages import WRITERS
 from cerfleet.pattern import Consume
 from cerfleet.query import CompiledQuery, compile_query
-from cerfleet.workers.backfill.rdf_streams import declared_streams
+from cerfleet.rdf.streams import declared_streams
 
-# Run by ``rdf_units`` over RDF graph event records.
-RDF_LANGUAGES = ("spaseq", "rsepql")
+__all__ = ["RDF_LANGUAGES", "JobQuery"]  # RDF ones: run by ``rdf_units``
 
 
 @dataclass(frozen=True)
@@ -49,7 +48,7 @@ class JobQuery:
         if self.language not in FLEET_LANGUAGES:
             raise CerfleetError(
                 f"query {self.name!r}: a backfill runs "
-                f"{', '.join((*FLEET_LANGUAGES, *RDF_LANGUAGES))} queries, not {self.language}"
+                f"{', '.join(FLEET_LANGUAGES)} queries, not {self.language}"
             )
         query = self.compiled()
         if query.partitioned and query.consume is Consume.ANY:

@@ -10,7 +10,7 @@ order.
 
 Within a stream, events of one timestamp are in partition then offset order (a file's
 order, for a topic of one partition); across streams a timestamp's graphs make one
-instant whatever their order. Which stream a topic is: ``rdf_streams``.
+instant whatever their order. Which stream a topic is: ``cerfleet.rdf.streams``.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from pyspark.sql import functions as F
 
 from cerfleet.errors import EventError
 from cerfleet.rdf.records import CONTENT_TYPE_HEADER, decode_record
+from cerfleet.rdf.streams import declared_streams, stream_of
 from cerfleet.rdf.trig import RdfEvent
 from cerfleet.workers.backfill.job_query import JobQuery
-from cerfleet.workers.backfill.rdf_streams import declared_streams, stream_of
 from cerfleet.workers.backfill.schemas import BAD, GOOD, MATCH, PREPARED, RESULT, STATS
 from cerfleet.workers.backfill.spark_session import spark_schema
 

@@ -350,8 +350,64 @@ def test_a_match_recognize_record_names_its_language_and_routes_by_partition_by(
         spec(ceql=MR).compile()
 
 
-def test_languages_over_rdf_are_refused() -> None:
-    with pytest.raises(CerfleetError, match="the fleet runs ceql and match_recognize"):
-        spec(language="spaseq").compile()
-    with pytest.raises(CerfleetError, match=r"not rsepql \(cerfleet run and cerfleet backfill"):
-        spec(language="rsepql").compile()
+SPASEQ = """PREFIX p: <http://example/>
+SELECT ?c ?a ?b
+WITHIN 5 SECONDS
+FROM STREAM trades <http://example/trades>
+FROM STREAM news <http://example/news>
+WHERE {
+  SEQ (A ; B)
+  DEFINE GPM A ON trades { ?t p:company ?c . ?t p:price ?a . }
+  DEFINE GPM B ON news { ?n p:company ?c . ?n p:score ?b . }
+}
+"""
+RSEPQL = """PREFIX p: <http://example/>
+SELECT ?a ?b
+FROM NAMED <http://example/trades> WIN [RANGE 2] AS p:w
+EVENT ON p:w { ?t p:price ?a . } AS E0
+EVENT ON p:w { ?u p:volume ?b . } AS E1
+WHERE { MATCH { E0 SEQ E1 } }
+"""
+
+
+def test_rdf_queries_are_registered_each_input_topic_a_stream() -> None:
+    from cerfleet.fleet.groups import group_id_of
+
+    s = spec(ceql=SPASEQ, language="spaseq", input_topics=("trades", "news"))
+    assert QuerySpec.model_validate(orjson.loads(s.model_dump_json())) == s
+    entry = Registered(s, 0, s.compile())
+    # A group of its own, never keyed by a JSON attribute.
+    assert group_id_of(entry).partition_attrs == ("@rdf",)
+    # One stream: any topic is it; RSEP-QL also by the stream's local name.
+    spec(ceql=RSEPQL, language="rsepql", input_topics=("anything",)).compile()
+
+
+@pytest.mark.parametrize(
+    ("language", "text", "fields", "reason"),
+    [
+        (
+            "spaseq",
+            SPASEQ,
+            {"input_topics": ("trades", "prices")},
+            "input topic 'prices' is no stream",
+        ),
+        ("spaseq", SPASEQ, {"topic_streams": {"in": "trades"}}, "topic_streams is for CEQL"),
+        ("spaseq", SPASEQ, {"max_lateness": 10}, "in time order"),
+        ("spaseq", SPASEQ, {"time_field": "t"}, "time_field do not apply"),
+        (
+            "spaseq",
+            SPASEQ.replace(
+                "?n p:score ?b . }", "?n p:score ?b . GRAPH <http://bg> { ?c p:x ?b } }"
+            ),
+            {"input_topics": ("trades", "news")},
+            "background graph",
+        ),
+        ("rsepql", RSEPQL.replace("[RANGE 2]", "[RANGE 2 STEP 1]"), {}, "with a STEP"),
+        ("rsepql", RSEPQL.replace("MATCH {", "MATCH CONSUMING {"), {}, "consumes input"),
+    ],
+)
+def test_rdf_queries_the_fleet_cannot_run_are_refused_with_the_reason(
+    language: str, text: str, fields: dict[str, Any], reason: str
+) -> None:
+    with pytest.raises((CerfleetError, CEQLError), match=reason):
+        spec(ceql=text, language=language, **{"input_topics": ("trades",), **fields}).compile()

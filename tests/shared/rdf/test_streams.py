@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from cerfleet.errors import CEQLError, EventError
-from cerfleet.workers.backfill.rdf_streams import declared_streams, stream_of
+from cerfleet.rdf.streams import declared_streams, stream_of
 from tests.rdf_events import QUERY_4
 
 TWO = QUERY_4.replace(

@@ -1,4 +1,5 @@
-"""Which stream of an RDF query (SPAseq, RSEP-QL) a topic's records are.
+"""Which stream of an RDF query (SPAseq, RSEP-QL) a topic's records are: the rule of
+the backfill and of the fleet.
 
 A topic is the stream of the query named like it (RSEP-QL: the stream's IRI or its
 local name, as ``cerfleet run --stream`` names it); when the query declares one stream,
