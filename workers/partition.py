@@ -36,7 +36,6 @@ on the partition from the next offset, durably and replayably: see
 
 from __future__ import annotations
 
-import logging
 import time
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
@@ -61,11 +60,9 @@ from cerfleet.workers.keyed_decoding import (
     segments,
 )
 from cerfleet.workers.lateness import in_time_order, stage_of
-from cerfleet.workers.query_run import Output, QueryRun, numbered
+from cerfleet.workers.query_run import Output, QueryRun, numbered, warn_truncated
 from cerfleet.workers.rdf_runs import evaluate_rdf, new_evaluator, rdf_group, restored_evaluator
 from cerfleet.workers.row_outputs import RowOutputs
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,16 +187,15 @@ class PartitionState:
                 continue
             evaluator.max_outputs = run.max_outputs or self.max_outputs_per_event
             started = self.clock()
-            late_before = evaluator.late + (0 if run.lateness is None else run.lateness.late)
+            late_before = run.late
             if run.lateness is None:
                 ces = evaluator.process_columns(
                     decoded.columns, events=decoded.events, positions=decoded.positions
                 )
             else:
                 ces = in_time_order(run.lateness, evaluator, decoded.events, decoded.positions)
-            late = evaluator.late + (0 if run.lateness is None else run.lateness.late)
-            if late != late_before:
-                self.late[run.name] = self.late.get(run.name, 0) + late - late_before
+            if run.late != late_before:
+                self.late[run.name] = self.late.get(run.name, 0) + run.late - late_before
             cut = set(evaluator.truncated_ends)
             if cut:
                 evaluator.truncated_ends.clear()
@@ -267,27 +263,13 @@ class PartitionState:
     def counts(self) -> tuple[int, int, dict[str, int], dict[str, float], dict[str, int]]:
         """Duplicates, suppressed outputs, and per query truncated records, evaluation
         seconds and late events, so far."""
-        return (
-            self.duplicates,
-            self.suppressed,
-            dict(self.truncated),
-            dict(self.evaluation_seconds),
-            dict(self.late),
-        )
+        per_query = dict(self.truncated), dict(self.evaluation_seconds), dict(self.late)
+        return (self.duplicates, self.suppressed, *per_query)
 
     def _count_truncated(self, run: QueryRun, records: int) -> None:
         query = run.name
-        if query not in self.truncated:
-            # Once per partition and query: the metric counts the rest.
-            log.warning(
-                "%s[%d]: query %r made one event emit more than %d complex events; the "
-                'rest were dropped (outputs flagged "truncated", metric '
-                "cerfleet_worker_truncated_events_total)",
-                self.keyed_topic,
-                self.partition,
-                query,
-                run.max_outputs or self.max_outputs_per_event,
-            )
+        if query not in self.truncated:  # once per partition and query: the metric counts
+            warn_truncated(f"{self.keyed_topic}[{self.partition}]", run, self.max_outputs_per_event)
         self.truncated[query] = self.truncated.get(query, 0) + records
 
     def _active(self, registry_offset: int) -> list[QueryRun]:

@@ -10,6 +10,7 @@ its state (MATCH_NUMBER) carries over to the next.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
@@ -23,6 +24,8 @@ from cerfleet.workers.outputs import origin, output_value
 from cerfleet.workers.row_outputs import OMITTED_HEADER, TRUNCATED_HEADER, RowOutputs
 
 __all__ = ["Output", "QueryRun", "numbered", "output_record"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -54,6 +57,22 @@ class QueryRun:
     def max_outputs(self) -> int | None:
         """The cap registered with the query (None: the worker's setting)."""
         return self.entry.spec.max_outputs_per_event
+
+    @property
+    def late(self) -> int:
+        """Events dropped as late so far: by the evaluator, or by the reorder stage."""
+        dropped: int = getattr(self.evaluator, "late", 0)
+        return dropped + (0 if self.lateness is None else self.lateness.late)
+
+
+def warn_truncated(where: str, run: QueryRun, default_cap: int | None) -> None:
+    log.warning(
+        "%s: query %r made one event emit more than %d complex events; the rest were "
+        'dropped (outputs flagged "truncated", metric cerfleet_worker_truncated_events_total)',
+        where,
+        run.name,
+        run.max_outputs or default_cap,
+    )
 
 
 def numbered(

@@ -105,7 +105,7 @@ def test_cutting_is_a_function_of_the_input(kinds: str, cuts: list[int], data: A
 
 def test_cutting_is_logged_once_per_partition_and_query(caplog: Any) -> None:
     s = state(1)
-    with caplog.at_level("WARNING", logger="cerfleet.workers.partition"):
+    with caplog.at_level("WARNING", logger="cerfleet.workers.query_run"):
         for batch in split(records("AAAAA"), [2, 3, 4]):
             s.process(batch)
     assert s.truncated == {"flood": 4}
