@@ -4,7 +4,9 @@ matches (``selection``) of every partition, as complex events.
 Rows are split by PARTITION BY (a row lacking a key column is in no partition);
 under WITHIN a row whose ORDER BY clock is below one already seen in its partition is
 late and dropped (it is no PREV row either), as in the engine. PREV's lagged values
-travel with the row (``evaluation.lag``), so a DEFINE judges the row alone. The
+travel with the row (``evaluation.lag``), so a DEFINE's unary part judges the row
+alone; its part reading other rows of the match is judged on each thread's path
+summary (``paths``). The
 complex events hold the rows they cover (with their lagged values, which the output
 stage reads and leaves out), ``end`` being the match's last row, and are returned
 when the match is final, which may be some rows after its end.
