@@ -56,6 +56,8 @@ Skip = tuple[str, str | None]
 RowCond = Callable[[str, Row], bool]
 # A thread: its reading state, start row and path summary (``paths``).
 Thread = tuple[int, int, Summary]
+# What makes threads interchangeable (``PartitionMatcher._key``).
+_Key = int | tuple[int, int] | tuple[int, Summary] | tuple[int, int, Summary]
 # A match: the positions and rows it covers.
 Match = tuple[list[int], list[Row]]
 
@@ -156,7 +158,7 @@ class PartitionMatcher:
                     taken.add(key)
         paths = self.paths
         new: list[Thread] = []
-        seen: set[tuple[int, ...] | tuple[int, Summary] | tuple[int, int, Summary]] = set()
+        seen: set[_Key] = set()
         verdicts: dict[str, bool] = {}
         for q, st, sm in threads:
             if window is not None and time is not None:
@@ -201,13 +203,12 @@ class PartitionMatcher:
     def _row_values(self, k: int) -> Row:
         return self._row(k)[1]
 
-    def _key(
-        self, q: int, start: int, summary: Summary
-    ) -> tuple[int, ...] | tuple[int, Summary] | tuple[int, int, Summary]:
+    def _key(self, q: int, start: int, summary: Summary) -> _Key:
         # Without a window an earlier start in the same state and summary is preferred
-        # and its future is the same: the later one is dropped.
+        # and its future is the same: the later one is dropped. A bare state when no
+        # DEFINE reads other rows (the common case stays as cheap as before).
         if self.window is None:
-            return (q,) if self.paths is None else (q, summary)
+            return q if self.paths is None else (q, summary)
         return (q, start) if self.paths is None else (q, start, summary)
 
     def _match(self, start: int, end: int) -> Match:
