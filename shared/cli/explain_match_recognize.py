@@ -74,7 +74,7 @@ def describe_match_recognize(text: str, compiled: CompiledQuery) -> list[str]:
     kind = "MATCHES" if query.rows == "MATCHES" else (query.skip or ("PAST LAST ROW",))[0]
     clause = "ALL MATCHES" if kind == "MATCHES" else f"AFTER MATCH SKIP {kind}"
     if compiled.selecting:
-        lines.append(f"  skip: {clause}: {_selection_cost(query)}")
+        lines.append(f"  skip: {clause}: {_selection_cost(query, bool(translator.running))}")
     else:
         lines.append(f"  skip: {clause}: {_SKIPS[kind]}")
     if translator.running:
@@ -91,10 +91,22 @@ def describe_match_recognize(text: str, compiled: CompiledQuery) -> list[str]:
     return lines
 
 
-def _selection_cost(query: s.Query) -> str:
+def _selection_cost(query: s.Query, running: bool) -> str:
     """What the standard's selection (``match_recognize.selection``) costs per row."""
+    from cerfleet.match_recognize.selection import MAX_THREADS
+
     states = sum(read is not None for read in Nfa(query.regex).reads)
-    if query.within is None:
+    if running:
+        # A thread per state and path summary (``match_recognize.paths``).
+        per_row = (
+            f"O(states x distinct path summaries) = O({states} x path summaries) thread "
+            "steps per row, a path summary being the rows the DEFINEs reading other rows "
+            "can still reach (per variable read, its first or last n + 1 rows so far)"
+        )
+        if query.within is not None:
+            per_row += ", per start row under WITHIN"
+        per_row += f"; at most {MAX_THREADS} threads per partition, else the query fails"
+    elif query.within is None:
         per_row = f"O(states) = O({states}) thread steps per row"
     else:
         per_row = (

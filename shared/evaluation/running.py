@@ -14,7 +14,7 @@ read (the rows of one match, not the stream).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -77,6 +77,11 @@ class RunningPredicate:
         for read in self.reads:
             values[_name(read)] = _read(read, rows, names, i)
         return self.pred(_View(rows[i], values))
+
+    def holds_reading(self, event: Event, value: Callable[[pattern.RunningAttr], Any]) -> bool:
+        """Whether the check holds at ``event``, each running read's value given by
+        ``value`` (a caller that keeps only the rows the reads can reach)."""
+        return self.pred(_View(event, {_name(read): value(read) for read in self.reads}))
 
     def holds_everywhere(self, rows: Sequence[Event], names: Sequence[frozenset[str]]) -> bool:
         """Whether the check holds at every row bound to ``at``."""

@@ -14,27 +14,50 @@ final once no thread above it is alive. Then the next start row may lie behind t
 current row (a greedy ``B+`` kept the match open): the rows from it are run again
 from the buffer, which holds the rows since the earliest live start.
 
-Cost per row: O(states) thread steps (O(states × starts in the window) under WITHIN),
-plus the replays: a row is read again once per match that ends before it and becomes
-final after it. The DEFINE conditions must judge a row alone (its own attributes and
-PREV): threads in one state are then interchangeable.
+A DEFINE reading other rows of the match (``B.price > A.price``, ``FIRST(A.price)``,
+``LAST(B.price, 1)``) makes a thread's future depend on its path: threads are then
+kept one per (state, path summary), the summary holding the rows those reads can
+still reach (``paths``), in the same priority order, so the preferred match still
+wins. At most ``MAX_THREADS`` threads live in a partition; a query and stream that
+would need more fail (``TooManyThreads``) rather than grow without bound.
+
+Cost per row: O(states) thread steps (O(states × starts in the window) under WITHIN);
+with DEFINEs reading other rows, O(states × distinct path summaries) (times starts in
+the window under WITHIN), each step evaluating the running DEFINE once; plus the
+replays: a row is read again once per match that ends before it and becomes final
+after it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from cerfleet.errors import CerfleetError
 from cerfleet.match_recognize import syntax as s
 from cerfleet.match_recognize.nfa import labels, nfa
+from cerfleet.match_recognize.paths import PathReads, Summary
 
-__all__ = ["Match", "PartitionMatcher", "Skip"]
+__all__ = ["MAX_THREADS", "Match", "PartitionMatcher", "Skip", "TooManyThreads"]
+
+# Live threads of one partition; DEFINEs reading other rows over long greedy runs
+# could otherwise hold one per path (untrusted queries and streams).
+MAX_THREADS = 10_000
+
+
+class TooManyThreads(CerfleetError):
+    """A partition's search would hold more than ``MAX_THREADS`` threads."""
+
 
 Row = Mapping[str, Any]
 # (kind, variable): kind PAST LAST ROW, TO NEXT ROW, TO FIRST or TO LAST.
 Skip = tuple[str, str | None]
 # A DEFINE judging one row (its own values and its lagged ones): variable, row.
 RowCond = Callable[[str, Row], bool]
+# A thread: its reading state, start row and path summary (``paths``).
+Thread = tuple[int, int, Summary]
+# What makes threads interchangeable (``PartitionMatcher._key``).
+_Key = int | tuple[int, int] | tuple[int, Summary] | tuple[int, int, Summary]
 # A match: the positions and rows it covers.
 Match = tuple[list[int], list[Row]]
 
@@ -45,18 +68,25 @@ class PartitionMatcher:
     it has none and can neither start nor end a match under a window)."""
 
     def __init__(
-        self, regex: s.Regex, cond: RowCond, skip: Skip, window: float | None = None
+        self,
+        regex: s.Regex,
+        cond: RowCond,
+        skip: Skip,
+        window: float | None = None,
+        paths: PathReads | None = None,
     ) -> None:
         self.regex = regex
         self.machine = nfa(regex)
         self.cond = cond
         self.skip = skip
         self.window = window
+        self.paths = paths if paths else None
+        self.empty: Summary = () if self.paths is None else self.paths.empty
         self.count = 0  # rows of the partition seen
         self.base = 0  # partition index of buffer[0]
         self.buffer: list[tuple[int, Row, float | None]] = []
         self.next_start = 0  # the earliest start row still to try
-        self.threads: list[tuple[int, int]] = []  # (reading state, start row), by priority
+        self.threads: list[Thread] = []  # by priority
         self.best: tuple[int, int] | None = None  # (start, end) of the match found so far
 
     @property
@@ -118,16 +148,19 @@ class PartitionMatcher:
         _, row, time = self._row(i)
         threads = self.threads
         if self.best is None and i >= self.next_start and (window is None or time is not None):
-            taken = {self._key(q, st) for q, st in threads}
+            empty = self.empty
+            taken = {self._key(q, st, sm) for q, st, sm in threads}
             threads = list(threads)
             for q in machine.closure[machine.start]:
-                if self._key(q, i) not in taken:
-                    threads.append((q, i))
-                    taken.add(self._key(q, i))
-        new: list[tuple[int, int]] = []
-        seen: set[tuple[int, int] | int] = set()
+                key = self._key(q, i, empty)
+                if key not in taken:
+                    threads.append((q, i, empty))
+                    taken.add(key)
+        paths = self.paths
+        new: list[Thread] = []
+        seen: set[_Key] = set()
         verdicts: dict[str, bool] = {}
-        for q, st in threads:
+        for q, st, sm in threads:
             if window is not None and time is not None:
                 first = self._row(st)[2]
                 assert first is not None  # a start row has a clock under a window
@@ -141,6 +174,10 @@ class PartitionMatcher:
                 ok = verdicts[var] = self.cond(var, row)
             if not ok:
                 continue
+            if paths is not None:
+                if not paths.holds(var, sm, i, row, self._row_values):
+                    continue
+                sm = paths.extend(sm, var, i)
             cut = False
             for p in machine.closure[nxt]:
                 if p == machine.final:
@@ -149,16 +186,30 @@ class PartitionMatcher:
                         cut = True  # every thread after this one is less preferred
                         break
                     continue  # a row without a clock ends no match under a window
-                key = self._key(p, st)
+                key = self._key(p, st, sm)
                 if key not in seen:
                     seen.add(key)
-                    new.append((p, st))
+                    new.append((p, st, sm))
             if cut:
                 break
+        if len(new) > MAX_THREADS:
+            raise TooManyThreads(
+                f"MATCH_RECOGNIZE: a partition would hold more than {MAX_THREADS} partial "
+                "matches (DEFINEs reading other rows keep one per path they can tell apart); "
+                "bound the pattern (a quantifier's maximum, WITHIN) or narrow PARTITION BY"
+            )
         self.threads = new
 
-    def _key(self, q: int, start: int) -> tuple[int, int] | int:
-        return q if self.window is None else (q, start)
+    def _row_values(self, k: int) -> Row:
+        return self._row(k)[1]
+
+    def _key(self, q: int, start: int, summary: Summary) -> _Key:
+        # Without a window an earlier start in the same state and summary is preferred
+        # and its future is the same: the later one is dropped. A bare state when no
+        # DEFINE reads other rows (the common case stays as cheap as before).
+        if self.window is None:
+            return q if self.paths is None else (q, summary)
+        return (q, start) if self.paths is None else (q, start, summary)
 
     def _match(self, start: int, end: int) -> Match:
         rows = [self._row(k) for k in range(start, end + 1)]
@@ -170,7 +221,9 @@ class PartitionMatcher:
             return end + 1
         if kind in ("TO FIRST", "TO LAST"):
             rows = [r for _, r, _ in (self._row(k) for k in range(start, end + 1))]
-            names = labels(self.regex, rows, lambda v, k, _: self.cond(v, rows[k]))
+            names = labels(
+                self.regex, rows, self._label_cond(rows, start), running=self.paths is not None
+            )
             bound = [k for k, name in enumerate(names) if name == var]
             if bound:
                 target = start + (bound[0] if kind == "TO FIRST" else bound[-1])
@@ -180,8 +233,24 @@ class PartitionMatcher:
             # the match's own first row, which would loop): resume as TO NEXT ROW.
         return start + 1
 
+    def _label_cond(self, rows: list[Row], start: int) -> Callable[[str, int, Sequence[str]], bool]:
+        """The DEFINEs as ``labels`` sees them (the labels before a row give its path)."""
+        paths = self.paths
+
+        def cond(var: str, k: int, before: Sequence[str]) -> bool:
+            if not self.cond(var, rows[k]):
+                return False
+            if paths is None:
+                return True
+            sm = paths.empty
+            for j, name in enumerate(before):
+                sm = paths.extend(sm, name, start + j)
+            return paths.holds(var, sm, start + k, rows[k], lambda j: rows[j - start])
+
+        return cond
+
     def _trim(self) -> None:
-        keep = min([self.next_start, *(st for _, st in self.threads)])
+        keep = min([self.next_start, *(st for _, st, _ in self.threads)])
         if self.best is not None:
             keep = min(keep, self.best[0])
         keep = min(keep, self.count)
@@ -196,7 +265,7 @@ class PartitionMatcher:
             "base": self.base,
             "buffer": [[p, dict(r), t] for p, r, t in self.buffer],
             "next_start": self.next_start,
-            "threads": [list(t) for t in self.threads],
+            "threads": [[q, st, [list(kept) for kept in sm]] for q, st, sm in self.threads],
             "best": None if self.best is None else list(self.best),
         }
 
@@ -205,5 +274,8 @@ class PartitionMatcher:
         self.base = data["base"]
         self.buffer = [(p, r, t) for p, r, t in data["buffer"]]
         self.next_start = data["next_start"]
-        self.threads = [(q, st) for q, st in data["threads"]]
+        self.threads = [
+            (t[0], t[1], tuple(tuple(kept) for kept in t[2]) if len(t) > 2 else self.empty)
+            for t in data["threads"]
+        ]
         self.best = None if data["best"] is None else (data["best"][0], data["best"][1])

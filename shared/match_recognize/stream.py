@@ -4,7 +4,9 @@ matches (``selection``) of every partition, as complex events.
 Rows are split by PARTITION BY (a row lacking a key column is in no partition);
 under WITHIN a row whose ORDER BY clock is below one already seen in its partition is
 late and dropped (it is no PREV row either), as in the engine. PREV's lagged values
-travel with the row (``evaluation.lag``), so a DEFINE judges the row alone. The
+travel with the row (``evaluation.lag``), so a DEFINE's unary part judges the row
+alone; its part reading other rows of the match is judged on each thread's path
+summary (``paths``). The
 complex events hold the rows they cover (with their lagged values, which the output
 stage reads and leaves out), ``end`` being the match's last row, and are returned
 when the match is final, which may be some rows after its end.
@@ -17,14 +19,17 @@ import operator
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from cerfleet.cea.correlation import RunningCheck
 from cerfleet.cea.predicates import compile_predicate
 from cerfleet.cea.vector_predicates import RowView
 from cerfleet.complex_event import ComplexEvent, KeyValue
 from cerfleet.evaluation.lag import Lags, unary, without_prev
 from cerfleet.evaluation.partitioning import checked_positions, column_length
+from cerfleet.evaluation.running import RunningPredicate
 from cerfleet.evaluation.window import clock_of, epsilon_of
 from cerfleet.match_recognize import syntax as s
 from cerfleet.match_recognize.parser import parse
+from cerfleet.match_recognize.paths import PathReads
 from cerfleet.match_recognize.selection import Match, PartitionMatcher, Skip
 from cerfleet.match_recognize.translate import compile_text, lengths
 
@@ -54,18 +59,9 @@ def needs_selection(text: str) -> bool:
 
 
 def compiled(text: str) -> tuple[s.Query, pattern.Pattern, _Translator]:
-    """``compile_text(text, skipping=True)``, refusing what the selection cannot run
-    (``MatchRecognizeError`` with line and column)."""
-    query, form, translator = compile_text(text, skipping=True)
-    if translator.running:
-        # Threads in one state would not be interchangeable (see selection).
-        var = next(iter(translator.running))
-        query.fail(
-            f"DEFINE {var} reads other rows of the match, which the skip modes "
-            "of variable-length patterns do not support",
-            next(d.span for d in query.defines if d.var == var),
-        )
-    return query, form, translator
+    """``compile_text(text, skipping=True)`` (``MatchRecognizeError`` with line and
+    column on bad text)."""
+    return compile_text(text, skipping=True)
 
 
 class RowPatternEvaluator:
@@ -80,6 +76,9 @@ class RowPatternEvaluator:
         self.partition = tuple(c.attr for c in query.partition)
         self.text = text
         self.preds = {v: compile_predicate(unary(p)) for v, p in translator.defines.items()}
+        self.paths = PathReads(
+            {v: RunningPredicate(RunningCheck(v, unary(p))) for v, p in translator.running.items()}
+        )
         specs = without_prev(form)[1]
         self.lags = Lags(specs) if specs else None
         self.clock = clock_of(form.within, time_field)
@@ -156,7 +155,7 @@ class RowPatternEvaluator:
         ]
 
     def _matcher(self) -> PartitionMatcher:
-        return PartitionMatcher(self.regex, self._cond, self.skip, self.window)
+        return PartitionMatcher(self.regex, self._cond, self.skip, self.window, self.paths)
 
     def process_batch(self, events: Iterable[Mapping[str, Any]]) -> list[ComplexEvent]:
         return [ce for event in events for ce in self.process(event)]

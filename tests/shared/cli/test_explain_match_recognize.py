@@ -105,12 +105,27 @@ def test_a_bad_query_names_line_and_column(
 ) -> None:
     path = tmp_path / "q.sql"
     path.write_text(
-        "SELECT * FROM S MATCH_RECOGNIZE (\n  PATTERN (A B+) DEFINE B AS B.v < A.v\n)",
+        "SELECT * FROM S MATCH_RECOGNIZE (\n  PATTERN (A B+) DEFINE D AS D.v < A.v\n)",
         encoding="utf-8",
     )
     assert main(["explain", str(path)]) == 2
     err = capsys.readouterr().err
-    assert "line 2, column 25: DEFINE B reads other rows of the match" in err
+    assert "line 2, column 25: DEFINE D: D is not a variable of the PATTERN" in err
+
+
+def test_a_define_reading_other_rows_under_a_skip_mode_states_its_cost(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "q.sql"
+    path.write_text(
+        "SELECT * FROM S MATCH_RECOGNIZE (\n  PATTERN (A B+ C)\n"
+        "  DEFINE B AS B.v > A.v, C AS C.v < FIRST(B.v)\n)",
+        encoding="utf-8",
+    )
+    assert main(["explain", str(path)]) == 0
+    skip = next(line for line in capsys.readouterr().out.splitlines() if "skip: " in line)
+    assert "O(states x distinct path summaries) = O(4 x path summaries)" in skip
+    assert "at most 10000 threads per partition" in skip
 
 
 @pytest.mark.parametrize(

@@ -52,13 +52,11 @@ def test_run_reports_errors_with_line_and_column(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     query, events = _files(tmp_path)
-    # A skip mode over a variable-length pattern runs (below), but not with a DEFINE
-    # reading another row of the match.
-    text = QUERY.replace("(A B)", "(A B+)").replace("price < 10", "price < A.price")
+    text = QUERY.replace("(A B)", "(A B+)").replace("B AS price < 10", "D AS price < 10")
     Path(query).write_text(text, encoding="utf-8")
     assert main(["run", query, events]) == 2
     err = capsys.readouterr().err
-    assert "line 6, column 29: DEFINE B reads other rows of the match" in err
+    assert "line 6, column 29: DEFINE D: D is not a variable of the PATTERN" in err
 
 
 def test_run_skips_over_variable_length_patterns(

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from cerfleet.errors import MatchRecognizeError
+from cerfleet.match_recognize import selection
+from cerfleet.match_recognize.selection import TooManyThreads
 from cerfleet.match_recognize.stream import RowPatternEvaluator
 from cerfleet.match_recognize.translate import writer
 
@@ -126,9 +128,9 @@ def test_a_snapshot_carries_a_pending_match() -> None:
     ("text", "where", "message"),
     [
         (
-            "SELECT * FROM T MATCH_RECOGNIZE (PATTERN (A B+)\n DEFINE B AS B.v > A.v)",
+            "SELECT * FROM T MATCH_RECOGNIZE (PATTERN (A B+)\n DEFINE D AS D.v > A.v)",
             (2, 9),
-            "reads other rows of the match",
+            "D is not a variable of the PATTERN",
         ),
         (
             "SELECT * FROM T MATCH_RECOGNIZE (AFTER MATCH SKIP TO LAST D PATTERN (A B+))",
@@ -209,3 +211,62 @@ def test_rows_without_a_scalar_key_are_in_no_partition() -> None:
         {"type": "tick", "id": None, "v": 1},
     ]
     assert [pos for _, pos, _ in run(text, rows)] == [(0, 1, 6, 7, 8)]
+
+
+CROSS = """SELECT * FROM T MATCH_RECOGNIZE (
+  MEASURES COUNT(B.*) AS nb, FIRST(B.v) AS fb, C.v AS c
+  AFTER MATCH SKIP {skip}
+  PATTERN (A B+ C)
+  DEFINE B AS B.v > A.v, C AS C.v < FIRST(B.v)
+)"""
+# Rows 0..7. From row 0 (A 5) B takes 7 9 6 8 (each above 5) and C the 3 (below
+# FIRST(B) = 7): the greedy B+ beats B = 7 9 with C = 6. From 1 (A 7): B = 9, C = 6.
+# From 3 (A 6): B = 8, C = 3. From 5 (A 3): B = 10, C = 4, final at the end only
+# (B = 10 4 might still end in a C). From 2, 4, 6 no row is above A.
+CROSS_ROWS = [5, 7, 9, 6, 8, 3, 10, 4]
+
+
+@pytest.mark.parametrize(
+    ("skip", "want"),
+    [
+        ("PAST LAST ROW", [((0, 1, 2, 3, 4, 5), 4, 7, 3)]),
+        (
+            "TO NEXT ROW",
+            [
+                ((0, 1, 2, 3, 4, 5), 4, 7, 3),
+                ((1, 2, 3), 1, 9, 6),
+                ((3, 4, 5), 1, 8, 3),
+                ((5, 6, 7), 1, 10, 4),
+            ],
+        ),
+    ],
+)
+def test_defines_reading_other_rows_under_a_skip_mode(
+    skip: str, want: list[tuple[tuple[int, ...], int, int, int]]
+) -> None:
+    text = CROSS.format(skip=skip)
+    rows = ticks(CROSS_ROWS)
+    found = [(pos, o["nb"], o["fb"], o["c"]) for _, pos, [o] in run(text, rows)]
+    assert found == want
+    # Snapshotted and restored after any row: the same matches.
+    for cut in range(len(rows) + 1):
+        ev = RowPatternEvaluator(text)
+        got = [ce.positions for r in rows[:cut] for ce in ev.process(r)]
+        again = RowPatternEvaluator.restore(ev.snapshot())
+        got += [ce.positions for r in rows[cut:] for ce in again.process(r)]
+        got += [ce.positions for ce in again.finish()]
+        assert got == [w[0] for w in want], cut
+
+
+def test_too_many_partial_matches_fail_clearly(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every row may start a match and each B run is told apart by its A: one thread
+    # per start row (no window), beyond the bound (lowered: the test stays quick).
+    monkeypatch.setattr(selection, "MAX_THREADS", 50)
+    text = (
+        "SELECT * FROM T MATCH_RECOGNIZE (AFTER MATCH SKIP TO NEXT ROW PATTERN (A B+ C)"
+        " DEFINE B AS B.v > A.v, C AS C.v < 0)"
+    )
+    ev = RowPatternEvaluator(text)
+    with pytest.raises(TooManyThreads, match="more than 50 partial matches"):
+        for r in ticks(list(range(100))):
+            ev.process(r)
