@@ -7,6 +7,12 @@ class CerfleetError(Exception):
     """Base class for errors reported to users without a traceback."""
 
 
+class EvaluationLimit(CerfleetError):
+    """An evaluator refused to go on with a stream: its state would outgrow a bound set
+    for untrusted queries and streams. A worker suspends the query on that partition
+    (``cerfleet.workers.budget``) rather than stop."""
+
+
 class CEQLError(CerfleetError):
     """A query that cannot be compiled.
 

@@ -54,21 +54,27 @@ class Suspension:
     records: int
     budget: float
     recorded: bool = False  # in a checkpoint that was written (or read back)
+    error: str | None = None  # an evaluation limit's reason, instead of the time's
 
     def reason(self) -> str:
+        if self.error is not None:
+            return self.error
         return (
             f"evaluating a batch of {self.records} records took {self.seconds:.3f} s, "
             f"over the budget of {self.budget:g} s"
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        doc: dict[str, Any] = {
             "version": self.version,
             "offset": self.offset,
             "seconds": self.seconds,
             "records": self.records,
             "budget": self.budget,
         }
+        if self.error is not None:  # written as before for a time-budget suspension
+            doc["error"] = self.error
+        return doc
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> Suspension:
@@ -79,6 +85,7 @@ class Suspension:
             int(doc["records"]),
             float(doc["budget"]),
             recorded=True,
+            error=doc.get("error"),
         )
 
 
@@ -116,6 +123,12 @@ class Suspensions:
             return None
         found = self.by_name[name] = Suspension(version, next_offset, seconds, records, budget)
         return found
+
+    def fail(self, name: str, version: int, offset: int, records: int, error: str) -> None:
+        """Suspend the query from ``offset``: evaluating the batch starting there hit an
+        evaluation limit (``EvaluationLimit``). Unlike the time, the limit is a function
+        of the records, so a replay fails at the same record and suspends it again."""
+        self.by_name[name] = Suspension(version, offset, 0.0, records, 0.0, error=error)
 
     def live(self, versions: Mapping[str, int]) -> dict[str, Suspension]:
         """The suspensions of the query versions running (``versions``: name → version);

@@ -42,6 +42,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cerfleet.errors import EvaluationLimit
 from cerfleet.evaluation.query_evaluator import QueryEvaluator
 from cerfleet.evaluation.snapshot import dump_counted
 from cerfleet.fleet.records import DEFAULT_LIMITS, RecordLimits
@@ -188,12 +189,17 @@ class PartitionState:
             evaluator.max_outputs = run.max_outputs or self.max_outputs_per_event
             started = self.clock()
             late_before = run.late
-            if run.lateness is None:
-                ces = evaluator.process_columns(
-                    decoded.columns, events=decoded.events, positions=decoded.positions
-                )
-            else:
-                ces = in_time_order(run.lateness, evaluator, decoded.events, decoded.positions)
+            try:
+                if run.lateness is None:
+                    ces = evaluator.process_columns(
+                        decoded.columns, events=decoded.events, positions=decoded.positions
+                    )
+                else:
+                    ces = in_time_order(run.lateness, evaluator, decoded.events, decoded.positions)
+            except EvaluationLimit as exc:  # the query stops here; the others go on
+                first = batch.offsets[rows[0]]
+                self.suspensions.fail(run.name, run.entry.version, first, len(rows), str(exc))
+                continue
             if run.late != late_before:
                 self.late[run.name] = self.late.get(run.name, 0) + run.late - late_before
             cut = set(evaluator.truncated_ends)

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from cerfleet.errors import CerfleetError
+from cerfleet.errors import EvaluationLimit
 from cerfleet.match_recognize import syntax as s
 from cerfleet.match_recognize.nfa import labels, nfa
 from cerfleet.match_recognize.paths import PathReads, Summary
@@ -45,7 +45,7 @@ __all__ = ["MAX_THREADS", "Match", "PartitionMatcher", "Skip", "TooManyThreads"]
 MAX_THREADS = 10_000
 
 
-class TooManyThreads(CerfleetError):
+class TooManyThreads(EvaluationLimit):
     """A partition's search would hold more than ``MAX_THREADS`` threads."""
 
 

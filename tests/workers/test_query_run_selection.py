@@ -10,11 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from cerfleet.errors import MatchRecognizeError
 from cerfleet.fleet.registry import QuerySpec, RegistryHistory
+from cerfleet.match_recognize import selection
 from cerfleet.match_recognize.selecting import SelectingEvaluator
 from cerfleet.query import compile_query
 from cerfleet.workers.catalog import Catalog
@@ -116,3 +118,33 @@ def test_pending_matches_survive_the_checkpoint() -> None:
     assert [orjson.loads(v) for _, _, v in out] == [{"a": 9, "bs": 3}, {"a": 9, "bs": 1}]
     lost = partition_rows(text, rows, 2, 5, 0, drop=True)
     assert [orjson.loads(v) for _, _, v in lost] == [{"a": 9, "bs": 1}]
+
+
+def test_a_query_over_its_thread_bound_is_suspended_and_the_worker_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every row may start a match and each B run is told apart by its A: one thread per
+    # start row, beyond the bound (lowered: the test stays quick).
+    monkeypatch.setattr(selection, "MAX_THREADS", 50)
+    text = (
+        "SELECT * FROM T MATCH_RECOGNIZE (AFTER MATCH SKIP TO NEXT ROW PATTERN (A B+ C)"
+        " DEFINE B AS B.v > A.v, C AS C.v < 0)"
+    )
+    catalog, topic = _catalog(text)
+    records = records_of([{"type": "T", "v": v} for v in range(100)], None, 1)
+    state = PartitionState(topic, 0, catalog)
+    outputs, dead = state.process(records[:10])
+    assert (outputs, dead) == ([], [])
+    assert state.suspensions.by_name == {}
+    outputs, dead = state.process(records[10:])  # the bound is passed in this batch
+    assert (outputs, dead) == ([], [])
+    found = state.suspensions.of("q", 0)
+    assert found is not None and found.offset == records[10].offset
+    assert "more than 50 partial matches" in found.reason()
+    # In the checkpoint, reason included: a successor skips the query from there too.
+    ckpt = Checkpoint.decode(state.checkpoint().encode())
+    restored = PartitionState.restore(catalog, topic, 0, ckpt, {})
+    again = restored.suspensions.of("q", 0)
+    assert again is not None and again.offset == found.offset
+    assert again.reason() == found.reason()
+    assert restored.process(records_of([{"type": "T", "v": -1}], None, 1, first=100)) == ([], [])
