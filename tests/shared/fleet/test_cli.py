@@ -322,10 +322,11 @@ def test_submit_compiles_match_recognize_as_such_before_any_kafka_call(
     # Told: as CEQL the same text fails in the CEQL parser instead.
     assert main(submit_args("q", path, "--language", "ceql")) == 2
     assert "DEFINE C" not in capsys.readouterr().err
+    # As SPAseq (which the fleet runs too): the SPAseq parser's error, with its position.
     assert main(submit_args("q", path, "--language", "spaseq")) == 2
-    assert "the fleet runs ceql and match_recognize queries, not spaseq" in (
-        capsys.readouterr().err
-    )
+    err = capsys.readouterr().err
+    assert err.startswith("cerfleet: line 1, column 15: unexpected 'S'")
+    assert "expected STREAM" in err
 
 
 def test_submit_registers_match_recognize_with_its_language(
