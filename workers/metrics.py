@@ -20,7 +20,8 @@ LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0
 def observe_many(histogram: Any, amount: float, count: int) -> None:
     """``histogram.observe(amount)`` ``count`` times, as one update when the client keeps
     its buckets as this one does: a batch's complex events share one latency, and one
-    ``observe`` per complex event was a tenth of the worker's time on Kleene queries."""
+    ``observe`` per complex event cost 3-5% of the worker's time on a Kleene query with
+    a third of a complex event per event (profiled)."""
     bounds = getattr(histogram, "_upper_bounds", None)
     buckets = getattr(histogram, "_buckets", None)
     total = getattr(histogram, "_sum", None)
