@@ -58,6 +58,13 @@ class QueryRun:
         """The cap registered with the query (None: the worker's setting)."""
         return self.entry.spec.max_outputs_per_event
 
+    def number(self) -> int | None:
+        """The number of the run's next output; None when a predecessor published it
+        (below ``suppress``): that output is not returned again."""
+        seq = self.emitted
+        self.emitted = seq + 1
+        return None if seq < self.suppress else seq
+
     @property
     def late(self) -> int:
         """Events dropped as late so far: by the evaluator, or by the reorder stage."""
@@ -87,18 +94,14 @@ def numbered(
     for i, ce in enumerate(ces):
         last = ce.end in cut and (i + 1 == len(ces) or ces[i + 1].end != ce.end)
         if rows is None:
-            seq = run.emitted
-            run.emitted = seq + 1
-            if seq < run.suppress:
+            if (seq := run.number()) is None:
                 suppressed += 1
             else:
                 outputs.append(Output(run, seq, ce, last))
             continue
         values = rows.values(ce)
         for k, (value, omitted) in enumerate(values):
-            seq = run.emitted
-            run.emitted = seq + 1
-            if seq < run.suppress:
+            if (seq := run.number()) is None:
                 suppressed += 1
             else:
                 flag = last and k + 1 == len(values)

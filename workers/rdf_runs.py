@@ -86,9 +86,7 @@ def evaluate_rdf(
         offset = batch.offsets[i]
         ce = ComplexEvent(offset, offset, (offset,), None, ())
         for row in found:
-            seq = run.emitted
-            run.emitted = seq + 1
-            if seq < run.suppress:
+            if (seq := run.number()) is None:
                 suppressed += 1
             else:
                 outputs.append(Output(run, seq, ce, False, orjson.dumps(row)))

@@ -161,6 +161,20 @@ def dump_counted(
     return data, len(writer.rows)
 
 
+def opened(data: bytes, fmt: int | str, fingerprint: str, what: str) -> dict[str, Any]:
+    """The document of a snapshot ``data`` (zlib-compressed JSON) of format ``fmt``
+    taken for the query ``fingerprint``; ``SnapshotError`` naming ``what`` if not."""
+    try:
+        doc = json.loads(zlib.decompress(data))
+    except (zlib.error, ValueError) as exc:
+        raise SnapshotError(f"not a {what}: {exc}") from exc
+    if not isinstance(doc, dict) or doc.get("format") != fmt:
+        raise SnapshotError(f"unsupported {what} format")
+    if doc.get("query") != fingerprint:
+        raise SnapshotError("snapshot was taken for a different query")
+    return doc
+
+
 def load_into(
     ev: EvaluatorState,
     data: bytes,
@@ -169,14 +183,7 @@ def load_into(
     """Restore ``data`` into ``ev``, a fresh evaluator of the query it was taken from
     (``decode_event`` reverses the ``encode_event`` it was dumped with)."""
     query = ev.query
-    try:
-        doc = json.loads(zlib.decompress(data))
-    except (zlib.error, ValueError) as exc:
-        raise SnapshotError(f"not a cerfleet snapshot: {exc}") from exc
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise SnapshotError("unsupported snapshot format")
-    if doc.get("query") != query.fingerprint:
-        raise SnapshotError("snapshot was taken for a different query")
+    doc = opened(data, FORMAT, query.fingerprint, "cerfleet snapshot")
     events: list[Mapping[str, Any]] = doc["events"]
     if decode_event is not None:
         events = [decode_event(e) for e in events]

@@ -289,16 +289,9 @@ class LiveRdf:
     def restore(self, data: bytes) -> None:
         """Continue from ``data``, a snapshot of an evaluation of the same query (this
         one fresh)."""
-        from cerfleet.evaluation.snapshot import load_into
+        from cerfleet.evaluation.snapshot import load_into, opened
 
-        try:
-            doc = json.loads(zlib.decompress(data))
-        except (zlib.error, ValueError) as exc:
-            raise SnapshotError(f"not an RDF evaluation snapshot: {exc}") from exc
-        if not isinstance(doc, dict) or doc.get("format") != _FORMAT:
-            raise SnapshotError("unsupported RDF evaluation snapshot format")
-        if doc.get("query") != self.query.fingerprint:
-            raise SnapshotError("snapshot was taken for a different query")
+        doc = opened(data, _FORMAT, self.query.fingerprint, "RDF evaluation snapshot")
         held = self._held
         for i, raws in doc["held"]:
             records = _unraws(raws)

@@ -53,15 +53,22 @@ def _key(ce: Any) -> tuple[Any, ...]:
     cut=st.integers(0, 10),
 )
 def test_columns_match_rows(query: pattern.Pattern, stream: list[dict[str, Any]], cut: int) -> None:
+    # Two batches, so state and clocks also carry over from one batch to the next.
+    _assert_batches_match_rows(query, stream, [0, min(cut, len(stream)), len(stream)])
+
+
+def _assert_batches_match_rows(
+    query: pattern.Pattern, stream: list[dict[str, Any]], bounds: list[int]
+) -> None:
+    """``process_columns`` on ``stream`` cut at ``bounds`` gives what ``process`` does."""
     text = to_ceql(query)
     compiled = compile_query(text, time_field=TIME_FIELD)
     rows = compiled.evaluator()
     expected = [_key(ce) for e in stream for ce in rows.process(e)]
-    # Two batches, so state and clocks also carry over from one batch to the next.
     columnar = compiled.evaluator()
     got = []
-    for part in (stream[:cut], stream[cut:]):
-        got += [_key(ce) for ce in columnar.process_columns(to_columns(part))]
+    for a, b in itertools.pairwise(bounds):
+        got += [_key(ce) for ce in columnar.process_columns(to_columns(stream[a:b]))]
     if query.limit is None:
         expected, got = sorted(expected), sorted(got)
     assert got == expected, f"query:\n{text}\nstream:\n" + "\n".join(json.dumps(e) for e in stream)
@@ -84,23 +91,13 @@ def test_columns_match_rows_whatever_the_small_batch_thresholds(
 ) -> None:
     # The thresholds below which a batch, or a key's rows in it, run row by row: drawn
     # small, so that the random streams' batches fall on both sides of them.
-    text = to_ceql(query)
-    compiled = compile_query(text, time_field=TIME_FIELD)
-    rows = compiled.evaluator()
-    expected = [_key(ce) for e in stream for ce in rows.process(e)]
-    columnar = compiled.evaluator()
-    got = []
     bounds = [0, *sorted(c for c in cuts if c < len(stream)), len(stream)]
     before = (query_evaluator.ROW_BATCH, columnar_run.FEW)
     batch_paths.use((row_batch, few))
     try:
-        for a, b in itertools.pairwise(bounds):
-            got += [_key(ce) for ce in columnar.process_columns(to_columns(stream[a:b]))]
+        _assert_batches_match_rows(query, stream, bounds)
     finally:
         batch_paths.use(before)
-    if query.limit is None:
-        expected, got = sorted(expected), sorted(got)
-    assert got == expected, f"query:\n{text}\nstream:\n" + "\n".join(json.dumps(e) for e in stream)
 
 
 def test_the_shipped_thresholds_send_small_batches_row_by_row() -> None:
