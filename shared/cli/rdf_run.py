@@ -21,7 +21,7 @@ import orjson
 
 from cerfleet.errors import CEQLError, EventError
 from cerfleet.kept_json import kept
-from cerfleet.rdf.instants import instants
+from cerfleet.rdf.instants import in_time_order, instants
 from cerfleet.rdf.live import LiveRdf
 from cerfleet.rdf.terms import Graph, index
 from cerfleet.rdf.trig import RdfEvent, read_trig
@@ -167,23 +167,6 @@ def rsepql_evaluations(
                     held.setdefault(key, row)
                     heapq.heappush(waiting, (close, key))
     yield from due(None)
-
-
-def in_time_order(
-    streams: Sequence[tuple[str, Sequence[RdfEvent]]],
-) -> Iterator[tuple[str, RdfEvent]]:
-    """The events of ``streams`` (each in time order) merged in time order; ties in
-    the order of ``streams``, then each stream's."""
-    keyed = [_keyed(s, name, events) for s, (name, events) in enumerate(streams)]
-    for _, _, _, name, event in heapq.merge(*keyed):
-        yield name, event
-
-
-def _keyed(
-    s: int, name: str, events: Sequence[RdfEvent]
-) -> Iterator[tuple[int, int, int, str, RdfEvent]]:
-    for k, e in enumerate(events):
-        yield e.ms, s, k, name, e
 
 
 def run_rdf(args: argparse.Namespace, text: str, language: str = "spaseq") -> int:

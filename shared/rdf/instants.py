@@ -17,7 +17,18 @@ from typing import Any
 from cerfleet.rdf.terms import Graph
 from cerfleet.rdf.trig import RdfEvent
 
-__all__ = ["BACKGROUND", "GRAPHS", "KEY", "SOLUTIONS", "TIME", "TYPE", "instants"]
+__all__ = [
+    "BACKGROUND",
+    "GRAPHS",
+    "KEY",
+    "SOLUTIONS",
+    "TIME",
+    "TYPE",
+    "add_graph",
+    "in_time_order",
+    "instants",
+    "new_instant",
+]
 
 TYPE = "I"  # the one event type of instants
 GRAPHS = "@graphs"  # stream name → its graph at this instant
@@ -34,6 +45,42 @@ def _keyed(
         yield e.ms, i, k, name, e
 
 
+def in_time_order(
+    streams: Sequence[tuple[str, Sequence[RdfEvent]]],
+) -> Iterator[tuple[str, RdfEvent]]:
+    """The events of ``streams`` (each in time order) merged in time order; ties in
+    the order of ``streams``, then each stream's."""
+    keyed = [_keyed(i, name, events) for i, (name, events) in enumerate(streams)]
+    for _, _, _, name, event in heapq.merge(*keyed):
+        yield name, event
+
+
+def new_instant(event: RdfEvent, background: Mapping[str, Graph]) -> dict[str, Any]:
+    """The instant at ``event``'s timestamp, no graph in it yet."""
+    return {
+        "type": TYPE,
+        "timestamp": event.ms,
+        TIME: event.time,
+        GRAPHS: {},
+        BACKGROUND: background,
+        SOLUTIONS: {},
+    }
+
+
+def add_graph(instant: dict[str, Any], stream: str, event: RdfEvent) -> bool:
+    """Put ``event``'s graph into ``instant`` as ``stream``'s; a second graph of the
+    stream at this timestamp has its triples merged into the first (returns True)."""
+    graphs: dict[str, Graph] = instant[GRAPHS]
+    if stream not in graphs:
+        graphs[stream] = event.graph
+        return False
+    target = graphs[stream] = {p: list(pairs) for p, pairs in graphs[stream].items()}
+    for p, pairs in event.graph.items():
+        have = target.setdefault(p, [])
+        have.extend(pair for pair in pairs if pair not in have)
+    return True
+
+
 def instants(
     streams: Sequence[tuple[str, Sequence[RdfEvent]]],
     background: Mapping[str, Graph] | None = None,
@@ -41,32 +88,15 @@ def instants(
     """The instants of ``streams`` (each in time order) in time order, and a report per
     graph merged into another of its stream at the same timestamp (a stream has at
     most one graph per timestamp, SPAseq's Definition 2)."""
-    merged = heapq.merge(*(_keyed(i, name, events) for i, (name, events) in enumerate(streams)))
     out: list[dict[str, Any]] = []
     reports: list[str] = []
     bg = dict(background or {})
-    for ms, _, _, name, event in merged:
-        if not out or out[-1]["timestamp"] != ms:
-            out.append(
-                {
-                    "type": TYPE,
-                    "timestamp": ms,
-                    TIME: event.time,
-                    GRAPHS: {},
-                    BACKGROUND: bg,
-                    SOLUTIONS: {},
-                }
-            )
-        graphs: dict[str, Graph] = out[-1][GRAPHS]
-        if name in graphs:
+    for name, event in in_time_order(streams):
+        if not out or out[-1]["timestamp"] != event.ms:
+            out.append(new_instant(event, bg))
+        if add_graph(out[-1], name, event):
             reports.append(
                 f"stream {name}: graph {event.name} has the timestamp of an earlier graph; "
                 "their triples are merged into one event"
             )
-            target = graphs[name] = {p: list(pairs) for p, pairs in graphs[name].items()}
-            for p, pairs in event.graph.items():
-                have = target.setdefault(p, [])
-                have.extend(pair for pair in pairs if pair not in have)
-        else:
-            graphs[name] = event.graph
     return out, reports

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from cerfleet.errors import CerfleetError, EventError, SnapshotError
-from cerfleet.rdf.instants import BACKGROUND, GRAPHS, KEY, SOLUTIONS, TIME, TYPE
+from cerfleet.rdf.instants import GRAPHS, KEY, TIME, add_graph, new_instant
 from cerfleet.rdf.records import decode_record
 from cerfleet.rdf.terms import Graph
 from cerfleet.rdf.trig import RdfEvent
@@ -160,26 +160,11 @@ class LiveRdf:
         yield from self.flush()
 
     def _instant(self, event: RdfEvent) -> dict[str, Any]:
-        return {
-            "type": TYPE,
-            "timestamp": event.ms,
-            TIME: event.time,
-            GRAPHS: {},
-            BACKGROUND: self._background,
-            SOLUTIONS: {},
-        }
+        return new_instant(event, self._background)
 
     @staticmethod
     def _merge(instant: dict[str, Any], stream: str, event: RdfEvent) -> None:
-        # A second graph of a stream at one timestamp: merged, as ``instants`` does.
-        graphs: dict[str, Graph] = instant[GRAPHS]
-        if stream not in graphs:
-            graphs[stream] = event.graph
-            return
-        target = graphs[stream] = {p: list(pairs) for p, pairs in graphs[stream].items()}
-        for p, pairs in event.graph.items():
-            have = target.setdefault(p, [])
-            have.extend(pair for pair in pairs if pair not in have)
+        add_graph(instant, stream, event)
 
     def _close(self) -> list[dict[str, Any]]:
         instant = self._open

@@ -11,9 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cerfleet.cli.rdf_run import in_time_order, rsepql_evaluations
+from cerfleet.cli.rdf_run import rsepql_evaluations
 from cerfleet.errors import EventError
 from cerfleet.rdf import live as live_module
+from cerfleet.rdf.instants import in_time_order
 from cerfleet.rdf.live import LiveRdf, Unsupported
 from cerfleet.rdf.records import decode_record
 from cerfleet.rdf.trig import RdfEvent
