@@ -24,7 +24,12 @@ from cerfleet.events.columns import columns_of
 from cerfleet.events.csv_columns import csv_batches
 from cerfleet.events.csv_reader import parse_csv
 from cerfleet.events.ingest import Batch
-from cerfleet.events.line_batches import DEFAULT_MAX_BYTES, line_batches
+from cerfleet.events.line_batches import (
+    DEFAULT_MAX_BYTES,
+    line_batches,
+    split_lines,
+    whole_line_chunks,
+)
 from cerfleet.events.reader import detect_format
 from cerfleet.events.records import Malformed, MalformedEvent
 from cerfleet.events.reorder import Reorder
@@ -90,16 +95,17 @@ def steps(
             query, evaluator, source, format, strict, max_bytes, max_lateness
         )
         return
+    count = prefetch.processes() if _large_file(source, max_bytes) else 0
+    decode: Callable[[int, int], Iterator[_Decoded]]
     if detect_format(source, format) == "csv":
         if strict or not _is_file(source):
             yield from _csv_steps(query, evaluator, source, strict)
             return
-        decode: Callable[[], Iterator[_Decoded]] = functools.partial(
-            _csv_batches, query, source, max_bytes
-        )
+        decode = functools.partial(_csv_batches, query, source, max_bytes)
+        count = min(count, 1)  # a quoted field may hold line breaks: one reader
     else:
         decode = functools.partial(_json_batches, query, source, strict, max_bytes)
-    batches = prefetch.prefetched(decode) if _worth_a_process(source, max_bytes) else decode()
+    batches = prefetch.prefetched(decode, count) if count else decode(0, 1)
     clocks = ClockCheck(query)
     for batch, bytes_read, stop in batches:
         base = evaluator.position
@@ -118,7 +124,10 @@ def steps(
 _Decoded = tuple[Batch, int | None, tuple[int, str] | None]
 
 
-def _csv_batches(query: QueryPlan, source: BinaryIO, max_bytes: int) -> Iterator[_Decoded]:
+def _csv_batches(
+    query: QueryPlan, source: BinaryIO, max_bytes: int, part: int, parts: int
+) -> Iterator[_Decoded]:
+    assert (part, parts) == (0, 1)
     decoder = query.json_decoder
     for batch, bytes_read in csv_batches(
         _reader(source),
@@ -132,36 +141,57 @@ def _csv_batches(query: QueryPlan, source: BinaryIO, max_bytes: int) -> Iterator
 
 
 def _json_batches(
-    query: QueryPlan, source: BinaryIO, strict: bool, max_bytes: int
+    query: QueryPlan, source: BinaryIO, strict: bool, max_bytes: int, part: int, parts: int
 ) -> Iterator[_Decoded]:
     """The decoded batches of a JSON Lines input, the bytes read after each, and under
     ``strict`` the first record that is not an event (the batch then ends before it,
-    and the input with it)."""
+    and the input with it). Of ``parts`` decoding processes, this is number ``part``:
+    it decodes batches ``part``, ``part + parts``, … of the input's whole-line chunks,
+    and only counts the lines of the others (each process reads the whole file)."""
     decoder = query.json_decoder
-    for lines in line_batches(_reader(source), max_bytes=max_bytes):
-        batch = decoder.decode(lines.lines, lines.numbers)
+    read = _reader(source) if parts == 1 else _own_reader(source)
+    next_number = 1
+    for i, (text, bytes_read) in enumerate(whole_line_chunks(read, max_bytes)):
+        first, next_number = next_number, next_number + text.count(b"\n") + 1
+        if i % parts != part:
+            continue
+        lines = split_lines(text, first, bytes_read)
+        # One check of the block spares a check of its records joined again (5-9% of
+        # decoding, measured on the benchmark's stock events).
+        batch = decoder.decode(lines.lines, lines.numbers, ascii=text.isascii())
         if strict and batch.problems:
             stop = batch.problems[0]
             keep = [i for i, n in enumerate(lines.numbers) if n < stop[0]]
             batch = decoder.decode([lines.lines[i] for i in keep], [lines.numbers[i] for i in keep])
-            yield batch, lines.bytes_read, stop
+            yield batch, bytes_read, stop
             return
-        yield batch, lines.bytes_read, None
+        yield batch, bytes_read, None
 
 
-def _worth_a_process(source: BinaryIO, max_bytes: int) -> bool:
-    """Decode in a second process (``events.prefetch``): a regular file of more than a
-    few batches, when the platform can fork."""
-    if not prefetch.enabled():
-        return False
+def _own_reader(source: BinaryIO) -> Callable[[int], bytes]:
+    """Reads of a regular file from the current offset to its size now, at an offset
+    of this reader's own (processes sharing the descriptor share its offset): every
+    decoding process cuts the same chunks."""
+    fd = source.fileno()
+    offset = os.lseek(fd, 0, os.SEEK_CUR)
+    end = os.fstat(fd).st_size
+
+    def read(n: int) -> bytes:
+        nonlocal offset
+        data = os.pread(fd, min(n, end - offset), offset) if offset < end else b""
+        offset += len(data)
+        return data
+
+    return read
+
+
+def _large_file(source: BinaryIO, max_bytes: int) -> bool:
+    """Whether ``source`` is a regular file of more than a few batches from the current
+    offset: worth decoding processes (``events.prefetch``)."""
     try:
         info = os.fstat(source.fileno())
-    except (OSError, ValueError, AttributeError):
-        return False
-    # From the current offset: what is left to read.
-    try:
         left = info.st_size - os.lseek(source.fileno(), 0, os.SEEK_CUR)
-    except OSError:
+    except (OSError, ValueError, AttributeError):
         return False
     return stat.S_ISREG(info.st_mode) and left > 4 * max_bytes
 

@@ -112,11 +112,14 @@ class JsonDecoder:
         """Every attribute decoded: the columns' and those the schema check reads."""
         return self._names
 
-    def decode(self, records: Sequence[bytes], lines: Sequence[int] | None = None) -> Batch:
+    def decode(
+        self, records: Sequence[bytes], lines: Sequence[int] | None = None, *, ascii: bool = False
+    ) -> Batch:
         """The batch of ``records`` (non-blank JSON texts, each one record); ``lines``
-        numbers them for messages (default 1, 2, …)."""
+        numbers them for messages (default 1, 2, …). ``ascii``: the caller knows every
+        record is ASCII (a file's block checked at once), so none is checked for UTF-8."""
         numbers = list(range(1, len(records) + 1)) if lines is None else list(lines)
-        values, verdicts, shapes = self._values(records)
+        values, verdicts, shapes = self._values(records, ascii)
         self._judge(values, verdicts, shapes.get(self.type_field))
         problems = sorted((numbers[i], r) for i, r in verdicts.items() if r is not BLANK)
         if verdicts:
@@ -131,7 +134,7 @@ class JsonDecoder:
         return Batch(columns, RawEvents(records, values), numbers, problems)
 
     def _values(
-        self, records: Sequence[bytes]
+        self, records: Sequence[bytes], ascii: bool
     ) -> tuple[dict[str, list[Any]], dict[int, str], dict[str, _Shape]]:
         """Per attribute, its value in every record (None: missing or null; the type
         field's missing value is ``UNSET``), the records found malformed, and per
@@ -160,7 +163,7 @@ class JsonDecoder:
         # a value it may read otherwise.
         suspects = set(failed)
         blank = {i for i in failed if not records[i].strip()}
-        if not _utf8(records):
+        if not ascii and not _utf8(records):
             suspects |= {i for i, raw in enumerate(records) if not _utf8((raw,))}
         shapes: dict[str, _Shape] = {}
         for name, col in values.items():

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["LineBatch", "line_batches", "whole_line_chunks"]
+__all__ = ["LineBatch", "line_batches", "split_lines", "whole_line_chunks"]
 
 DEFAULT_MAX_BYTES = 1 << 20
 _BOM = b"\xef\xbb\xbf"
@@ -36,16 +36,21 @@ def line_batches(
     are skipped); lines of only spaces are kept for the decoder to drop."""
     next_number = 1
     for text, total in whole_line_chunks(read, max_bytes):
-        lines = text.split(b"\n")
-        if b"\r" in text:  # CRLF files: the CR is no part of the record
-            lines = [line.rstrip(b"\r") for line in lines]
-        numbers = range(next_number, next_number + len(lines))
-        next_number += len(lines)
-        if b"" in lines:
-            kept = [(n, line) for n, line in zip(numbers, lines, strict=True) if line]
-            yield LineBatch([line for _, line in kept], [n for n, _ in kept], total)
-        else:
-            yield LineBatch(lines, list(numbers), total)
+        yield split_lines(text, next_number, total)
+        next_number += text.count(b"\n") + 1
+
+
+def split_lines(text: bytes, first: int, bytes_read: int) -> LineBatch:
+    """The lines of ``text`` (whole lines joined by line breaks), the first numbered
+    ``first``; empty lines left out, their numbers skipped."""
+    lines = text.split(b"\n")
+    if b"\r" in text:  # CRLF files: the CR is no part of the record
+        lines = [line.rstrip(b"\r") for line in lines]
+    numbers = range(first, first + len(lines))
+    if b"" in lines:
+        kept = [(n, line) for n, line in zip(numbers, lines, strict=True) if line]
+        return LineBatch([line for _, line in kept], [n for n, _ in kept], bytes_read)
+    return LineBatch(lines, list(numbers), bytes_read)
 
 
 def whole_line_chunks(read: Callable[[int], bytes], max_bytes: int) -> Iterator[tuple[bytes, int]]:

@@ -6,9 +6,11 @@ random sizes."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from hypothesis import given, settings
@@ -16,6 +18,7 @@ from hypothesis import strategies as st
 
 from cerfleet import pattern
 from cerfleet.ceql.printer import to_ceql
+from cerfleet.events import prefetch
 from cerfleet.events.jsonl import loads
 from cerfleet.events.reader import EventReader
 from cerfleet.events.records import MalformedEvent
@@ -159,12 +162,18 @@ def test_a_record_cut_short_is_reported_where_it_breaks_off() -> None:
     data=inputs(),
     max_bytes=st.integers(1, 64),
     strict=st.booleans(),
+    processes=st.integers(1, 3),
 )
-def test_a_file_decoded_in_a_second_process_gives_what_inline_decoding_gives(
-    query: pattern.Pattern, data: bytes, max_bytes: int, strict: bool, tmp_path_factory: Any
+def test_a_file_decoded_in_other_processes_gives_what_inline_decoding_gives(
+    query: pattern.Pattern,
+    data: bytes,
+    max_bytes: int,
+    strict: bool,
+    processes: int,
+    tmp_path_factory: Any,
 ) -> None:
-    # A file of more than four batches is decoded in a forked child (events.prefetch);
-    # an in-memory stream inline.
+    # A file of more than four batches is decoded in forked children (events.prefetch),
+    # each taking every processes-th chunk; an in-memory stream inline.
     compiled = compile_query(to_ceql(query), time_field=TIME_FIELD)
     path = tmp_path_factory.mktemp("prefetch") / "events.jsonl"
     path.write_bytes(data)
@@ -182,8 +191,22 @@ def test_a_file_decoded_in_a_second_process_gives_what_inline_decoding_gives(
             return found, reports, (err.line, err.reason)
         return found, reports, None
 
-    with open(path, "rb") as f:
+    with open(path, "rb") as f, _environ(prefetch.ENV, str(processes)):
         got = run(f)
     want = run(io.BytesIO(data))
     assert got[1:] == want[1:]
     assert json_lines(got[0]) == json_lines(want[0])
+
+
+@contextlib.contextmanager
+def _environ(name: str, value: str) -> Iterator[None]:
+    # Not monkeypatch: a function-scoped fixture is not reset between hypothesis cases.
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = old

@@ -22,7 +22,7 @@ def _pids(n: int) -> Iterator[tuple[int, int]]:
 
 
 def test_items_come_in_order_from_another_process() -> None:
-    items = list(prefetch.prefetched(lambda: _pids(500)))
+    items = list(prefetch.prefetched(lambda part, parts: _pids(500)))
     assert [i for i, _ in items] == list(range(500))
     assert {pid for _, pid in items} != {os.getpid()}
 
@@ -36,7 +36,7 @@ def _fails() -> Iterator[int]:
 def test_a_failure_in_the_child_is_raised_after_the_items_before_it() -> None:
     got: list[int] = []
     with pytest.raises(MalformedEvent) as info:
-        for item in prefetch.prefetched(_fails):
+        for item in prefetch.prefetched(lambda part, parts: _fails()):
             got.append(item)
     assert got == [1, 2]
     assert (info.value.line, info.value.reason, info.value.source) == (
@@ -52,7 +52,7 @@ def _endless() -> Iterator[bytes]:
 
 
 def test_stopping_early_ends_the_child() -> None:
-    items = prefetch.prefetched(_endless)
+    items = prefetch.prefetched(lambda part, parts: _endless())
     assert next(items) == b"x" * 100_000
     items.close()  # kills and reaps the child: no zombie left behind
     with pytest.raises(ChildProcessError):
@@ -72,3 +72,57 @@ def test_a_pickled_batch_keeps_its_events_bytes_and_values() -> None:
     assert copy.events[-1].raw == records[2]  # type: ignore[attr-defined]
     for name, col in batch.columns.items():
         assert copy.columns[name].tolist() == col.tolist()
+
+
+def _owned(part: int, parts: int) -> Iterator[tuple[int, int]]:
+    # Child ``part`` makes items part, part + parts, ... of 0..99.
+    for i in range(part, 100, parts):
+        yield i, os.getpid()
+
+
+@pytest.mark.parametrize("count", [2, 3])
+def test_several_children_hand_out_their_items_in_sequence_order(count: int) -> None:
+    items = list(prefetch.prefetched(_owned, count))
+    assert [i for i, _ in items] == list(range(100))
+    pids = {pid for _, pid in items}
+    assert len(pids) == count and os.getpid() not in pids
+
+
+def _fails_at(part: int, parts: int) -> Iterator[int]:
+    for i in range(part, 10, parts):
+        if i == 5:
+            raise MalformedEvent(5, "bad", None)
+        yield i
+
+
+def test_a_failure_in_one_of_several_children_is_raised_in_sequence_order() -> None:
+    got: list[int] = []
+    with pytest.raises(MalformedEvent):
+        for item in prefetch.prefetched(_fails_at, 2):
+            got.append(item)
+    assert got == [0, 1, 2, 3, 4]
+
+
+def _endless_part(part: int, parts: int) -> Iterator[int]:
+    while True:
+        yield part
+
+
+def test_stopping_early_ends_every_child() -> None:
+    items = prefetch.prefetched(_endless_part, 3)
+    assert [next(items) for _ in range(4)] == [0, 1, 2, 0]
+    items.close()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
+
+
+def test_how_many_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(prefetch.ENV, "0")
+    assert prefetch.processes() == 0 and not prefetch.enabled()
+    monkeypatch.setenv(prefetch.ENV, "99")
+    assert prefetch.processes() == prefetch.MAX_PROCESSES
+    monkeypatch.delenv(prefetch.ENV)
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert prefetch.processes() == min(7, prefetch.MAX_PROCESSES)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert prefetch.processes() == 1
