@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import os
 import stat
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -163,9 +163,9 @@ def _json_batches(
             stop = batch.problems[0]
             keep = [i for i, n in enumerate(lines.numbers) if n < stop[0]]
             batch = decoder.decode([lines.lines[i] for i in keep], [lines.numbers[i] for i in keep])
-            yield batch, bytes_read, stop
+            yield batch.compact(), bytes_read, stop
             return
-        yield batch, bytes_read, None
+        yield batch.compact(), bytes_read, None
 
 
 def _own_reader(source: BinaryIO) -> Callable[[int], bytes]:
@@ -263,7 +263,7 @@ def _decoded(query: QueryPlan, source: BinaryIO, format: str, max_bytes: int) ->
         return
     for lines in line_batches(_reader(source), max_bytes=max_bytes):
         batch = query.json_decoder.decode(lines.lines, lines.numbers)
-        yield list(batch.events), batch.lines, batch.problems, lines.bytes_read
+        yield list(batch.events), list(batch.lines), batch.problems, lines.bytes_read
 
 
 def _reordered_steps(
@@ -338,7 +338,7 @@ def _evaluated(
     return Step(found, reports, read, malformed, bytes_read, clocks)
 
 
-def _cuts(evaluator: Evaluator, lines: list[int], base: int) -> list[tuple[int, str]]:
+def _cuts(evaluator: Evaluator, lines: Sequence[int], base: int) -> list[tuple[int, str]]:
     """The batch's events whose output ``max_outputs`` cut, as reports (and forgotten);
     ``base``: the position of the batch's first row."""
     cap = evaluator.max_outputs

@@ -96,7 +96,7 @@ def decode_rows(
     values = batch.values
     decoded = decoder.decode([values[i] for i in rows], rows)  # type: ignore[misc]
     problems = [(i, _label(reason), reason) for i, reason in decoded.problems]
-    kept = decoded.lines
+    kept = list(decoded.lines)
     if len(kept) + len(problems) != len(rows):
         # The decoder drops blank records (blank lines of a file) unreported; a blank
         # record value is no JSON, as ``decode_event`` says.

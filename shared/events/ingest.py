@@ -66,11 +66,20 @@ class Batch:
 
     columns: dict[str, np.ndarray]
     events: Sequence[Mapping[str, Any]]
-    lines: list[int]
+    lines: Sequence[int]
     problems: list[tuple[int, str]] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.lines)
+
+    def compact(self) -> Batch:
+        """This batch with ``lines`` a ``range`` where they follow one another (the
+        usual case): it pickles as three numbers, where a list unpickled as one int
+        per row (a fifth of what unpickling a batch cost the evaluating process)."""
+        lines = self.lines
+        if type(lines) is list and lines and lines[-1] - lines[0] == len(lines) - 1:
+            self.lines = range(lines[0], lines[-1] + 1)  # increasing: no gap
+        return self
 
 
 class JsonDecoder:

@@ -10,8 +10,9 @@ the output be written from the bytes the event arrived as, never re-encoded.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from itertools import accumulate
 from typing import Any, overload
+
+import numpy as np
 
 from cerfleet.events.jsonl import loads
 
@@ -111,17 +112,20 @@ class RawEvents(Sequence[RawEvent]):
     def __reduce__(self) -> tuple[Any, ...]:
         raws = self._raws
         if type(raws) is not Records:
-            raws = Records(b"".join(raws), list(accumulate(map(len, raws))))
+            lengths = np.fromiter(map(len, raws), dtype=np.int64, count=len(raws))
+            raws = Records(b"".join(raws), lengths.cumsum())
         return (RawEvents, (raws, {}))
 
 
 class Records(Sequence[bytes]):
     """Records stored end to end in one bytes object; ``ends[i]``: where record ``i``
-    ends. Pickles as those two, not as one object per record."""
+    ends. Pickles as those two, not as one object per record (``ends`` as a numpy
+    array: its pickle is one bytes object too, where a list of ints took half of what
+    unpickling a batch cost the evaluating process)."""
 
     __slots__ = ("_data", "_ends")
 
-    def __init__(self, data: bytes, ends: list[int]) -> None:
+    def __init__(self, data: bytes, ends: Sequence[int] | np.ndarray) -> None:
         self._data = data
         self._ends = ends
 

@@ -126,3 +126,13 @@ def test_how_many_processes(monkeypatch: pytest.MonkeyPatch) -> None:
     assert prefetch.processes() == min(7, prefetch.MAX_PROCESSES)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     assert prefetch.processes() == 1
+
+
+def test_a_compact_batch_numbers_its_lines_by_a_range_only_when_they_follow() -> None:
+    decoder = JsonDecoder(["x"], "type")
+    following = decoder.decode([b'{"type":"A","x":1}', b'{"type":"B","x":2}'], [7, 8])
+    assert following.compact().lines == range(7, 9)
+    gap = decoder.decode([b'{"type":"A","x":1}', b"bad", b'{"type":"B","x":2}'], [7, 8, 9])
+    assert gap.compact().lines == [7, 9]  # line 8 is no event
+    copy = pickle.loads(pickle.dumps(following))
+    assert list(copy.lines) == [7, 8] and [e["x"] for e in copy.events] == [1, 2]
