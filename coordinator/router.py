@@ -51,6 +51,23 @@ from cerfleet.fleet.topics import ensure_topics
 
 log = logging.getLogger(__name__)
 
+
+def keyed_producer_config(settings: CoordinatorSettings) -> dict[str, str | bool]:
+    """The producer settings of the keyed copies (the user's producer settings win)."""
+    # Only a failed copy matters (it stops routing before a commit); ``flush`` still
+    # waits for every copy. A report per record cost the router's thread a message
+    # object and a Python call each. The Python client wants a bool for this one.
+    config: dict[str, str | bool] = {"delivery.report.only.error": True}
+    config.update(
+        settings.producer_config(
+            **BATCHED_PRODUCER,
+            # Same key → same partition as Java clients would choose.
+            partitioner="murmur2_random",
+        )
+    )
+    return config
+
+
 _NO_PARTITION_KEY = b"[]"  # a query without PARTITION BY: one key, one keyed partition
 
 
@@ -95,15 +112,7 @@ class Router:
         ensure_registry_topic(client, s.registry_topic, also={s.dead_letter_topic: 1})
         registry = Registry(client, s.registry_topic)
         registry.catch_up()
-        self._producer = Producer(
-            s.producer_config(
-                **{
-                    **BATCHED_PRODUCER,
-                    # Same key → same partition as Java clients would choose.
-                    "partitioner": "murmur2_random",
-                }
-            )
-        )
+        self._producer = Producer(keyed_producer_config(s))
         self._consumer = Consumer(
             s.consumer_config(
                 **{
