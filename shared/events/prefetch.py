@@ -9,10 +9,11 @@ or compile again) and send each batch pickled through a pipe; the pipe's buffer 
 how far they read ahead, so memory stays bounded whatever the input's size. Batches
 must pickle small: ``RawEvents`` send their records as one bytes object (see there).
 
-Several children take turns: child k of n makes batches k, k + n, … and the parent
-takes them in order. On 2 cores one child is the default: a second one (three busy
-processes) measured 0.95-0.99× the wall clock of one, within the noise; decoding is
-what bounds a query reading many attributes, so more cores pay there.
+Several children may take turns (``CERFLEET_DECODE_PROCESS=N``): child k of n makes
+batches k, k + n, … and the parent takes them in order. On 2 cores a second child
+(three busy processes) measured 0.95-0.99× the wall clock of one, within the noise,
+so one is the default; where decoding bounds a query (one reading many attributes,
+whose engine skips most events) and idle cores are there, more may pay.
 
 Only for regular files read to the end: a live pipe must hand each line on at once,
 and a small file is done before a child would have paid for itself.
@@ -44,17 +45,19 @@ _ITEM, _END, _ERROR = 0, 1, 2
 
 def processes() -> int:
     """How many decoding processes ``cerfleet run`` forks for a large file (0: decode in
-    the evaluating process): ``CERFLEET_DECODE_PROCESS`` if set, else one per core
-    beyond the evaluating process's, at least one and at most ``MAX_PROCESSES``."""
+    the evaluating process): ``CERFLEET_DECODE_PROCESS`` if set (at most
+    ``MAX_PROCESSES``), else one. More than one was only measured on 2 cores, where it
+    gained nothing (see the module docstring): it is the user's choice, not a default
+    guessed from the core count."""
     if not hasattr(os, "fork"):
         return 0
     setting = os.environ.get(ENV)
-    if setting is not None:
-        try:
-            return max(0, min(int(setting), MAX_PROCESSES))
-        except ValueError:
-            return 1
-    return max(1, min((os.cpu_count() or 1) - 1, MAX_PROCESSES))
+    if setting is None:
+        return 1
+    try:
+        return max(0, min(int(setting), MAX_PROCESSES))
+    except ValueError:
+        return 1
 
 
 def enabled() -> bool:

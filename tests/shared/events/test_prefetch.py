@@ -121,11 +121,12 @@ def test_how_many_processes(monkeypatch: pytest.MonkeyPatch) -> None:
     assert prefetch.processes() == 0 and not prefetch.enabled()
     monkeypatch.setenv(prefetch.ENV, "99")
     assert prefetch.processes() == prefetch.MAX_PROCESSES
-    monkeypatch.delenv(prefetch.ENV)
-    monkeypatch.setattr(os, "cpu_count", lambda: 8)
-    assert prefetch.processes() == min(7, prefetch.MAX_PROCESSES)
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setenv(prefetch.ENV, "3")
+    assert prefetch.processes() == 3
+    monkeypatch.setenv(prefetch.ENV, "many")
     assert prefetch.processes() == 1
+    monkeypatch.delenv(prefetch.ENV)
+    assert prefetch.processes() == 1 and prefetch.enabled()
 
 
 def test_a_compact_batch_numbers_its_lines_by_a_range_only_when_they_follow() -> None:
