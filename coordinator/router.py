@@ -53,18 +53,13 @@ log = logging.getLogger(__name__)
 
 
 def keyed_producer_config(settings: CoordinatorSettings) -> dict[str, str | bool]:
-    """The producer settings of the keyed copies (the user's producer settings win)."""
-    # Only a failed copy matters (it stops routing before a commit); ``flush`` still
-    # waits for every copy. A report per record cost the router's thread a message
-    # object and a Python call each. The Python client wants a bool for this one.
+    """The producer settings of the keyed copies (the user's producer settings win).
+    Only a failed copy is reported (it stops routing before a commit; ``flush`` still
+    waits for every copy): a report per copy cost a message object and a Python call.
+    The Python client wants a bool for that setting."""
     config: dict[str, str | bool] = {"delivery.report.only.error": True}
-    config.update(
-        settings.producer_config(
-            **BATCHED_PRODUCER,
-            # Same key → same partition as Java clients would choose.
-            partitioner="murmur2_random",
-        )
-    )
+    # Same key → same partition as Java clients would choose.
+    config.update(settings.producer_config(**BATCHED_PRODUCER, partitioner="murmur2_random"))
     return config
 
 
