@@ -30,6 +30,7 @@ from bisect import bisect_right
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from heapq import heapify, heappop, heapreplace
 from typing import Generic, TypeVar
 
 __all__ = ["Run", "TimeMerge"]
@@ -115,19 +116,27 @@ class TimeMerge(Generic[T]):
         buffered, in time order, whether or not some partition is still to be heard."""
         runs: list[Run[T]] = []
         parts = self._parts
-        while True:
-            heads: list[tuple[float, TP]] = []
-            for tp, part in parts.items():
-                if part.size:
-                    chunk = part.chunks[0]
-                    heads.append((chunk.times[chunk.pos], tp))
-                elif not force and not part.at_end and now - part.empty_since < self.idle:
-                    return runs  # it may yet get records older than every head
-            if not heads:
-                return runs
-            heads.sort()
+        # The partitions' next clocks in a heap: with input partitions whose clocks
+        # interleave, runs are a few records long, and rescanning and sorting every
+        # head per run was the router's largest cost after Kafka's own (4 partitions:
+        # 70k runs per 200k records).
+        heads: list[tuple[float, TP]] = []
+        for tp, part in parts.items():
+            if part.size:
+                chunk = part.chunks[0]
+                heads.append((chunk.times[chunk.pos], tp))
+            elif self._holds_back(part, now, force):
+                return runs  # it may yet get records older than every head
+        heapify(heads)
+        while heads:
             tp = heads[0][1]
-            bound = heads[1][0] if len(heads) > 1 else float("inf")
+            n = len(heads)
+            if n == 1:
+                bound = float("inf")
+            elif n == 2:
+                bound = heads[1][0]
+            else:
+                bound = min(heads[1][0], heads[2][0])
             part = parts[tp]
             chunk = part.chunks[0]
             start = chunk.pos
@@ -146,5 +155,16 @@ class TimeMerge(Generic[T]):
                 part.chunks.popleft()
             else:
                 chunk.pos = stop
-            if not part.size:
-                part.empty_since = now
+            if part.size:
+                chunk = part.chunks[0]
+                heapreplace(heads, (chunk.times[chunk.pos], tp))
+                continue
+            part.empty_since = now
+            heappop(heads)
+            if self._holds_back(part, now, force):
+                return runs
+        return runs
+
+    def _holds_back(self, part: _Partition[T], now: float, force: bool) -> bool:
+        """Whether ``part``, with nothing buffered, holds the others back."""
+        return not force and not part.at_end and now - part.empty_since < self.idle

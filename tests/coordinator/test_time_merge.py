@@ -8,7 +8,7 @@ from itertools import pairwise
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cerfleet.coordinator.time_merge import TimeMerge
+from cerfleet.coordinator.time_merge import Run, TimeMerge
 
 TP = tuple[str, int]
 Record = tuple[int, int, float | None]  # partition, offset, clock
@@ -152,3 +152,73 @@ def test_a_partition_at_its_end_holds_nothing_back_and_force_forwards_all() -> N
     assert runs == [(b, [0, 1], 0, 1), (a, [0, 1], 0, 1), (b, [0, 1], 1, 2), (a, [0, 1], 1, 2)]
     merge.revoke([a])
     assert a not in merge and merge.buffered(a) == 0
+
+
+class _Rescanning(TimeMerge[list[Record]]):
+    """The merge as first written: every head rescanned and sorted per run (the
+    reference for the heap's choices: the same runs, ties included)."""
+
+    def take(self, now: float, *, force: bool = False) -> list[Run[list[Record]]]:
+        runs: list[Run[list[Record]]] = []
+        parts = self._parts
+        while True:
+            heads: list[tuple[float, TP]] = []
+            for tp, part in parts.items():
+                if part.size:
+                    chunk = part.chunks[0]
+                    heads.append((chunk.times[chunk.pos], tp))
+                elif not force and not part.at_end and now - part.empty_since < self.idle:
+                    return runs
+            if not heads:
+                return runs
+            heads.sort()
+            tp = heads[0][1]
+            bound = heads[1][0] if len(heads) > 1 else INF
+            part = parts[tp]
+            chunk = part.chunks[0]
+            start, times = chunk.pos, chunk.times
+            stop = start + 1
+            while stop < len(times) and times[stop] <= bound:
+                stop += 1
+            runs.append((tp, chunk.payload, start, stop))
+            part.size -= stop - start
+            if stop == len(times):
+                part.chunks.popleft()
+            else:
+                chunk.pos = stop
+            if not part.size:
+                part.empty_since = now
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    backlogs(),
+    st.sampled_from([0.0, 1.0, INF]),
+    st.lists(st.tuples(st.floats(0, 3), st.booleans()), min_size=1, max_size=40),
+)
+def test_the_heap_takes_the_runs_a_rescan_of_every_head_takes(
+    case: tuple[list[list[list[Record]]], list[int]],
+    idle: float,
+    clock: list[tuple[float, bool]],
+) -> None:
+    # Same pushes, ends, clocks and forced takes on both: the same runs, one by one.
+    parts, order = case
+    merges = (TimeMerge[list[Record]](idle), _Rescanning(idle))
+    tps: list[TP] = [("in", p) for p in range(len(parts))]
+    for merge in merges:
+        merge.assign(tps, now=0.0)
+    fed = [0] * len(parts)
+    now = 0.0
+    for step, p in enumerate(order):
+        advance, force = clock[step % len(clock)]
+        now += advance
+        chunk = parts[p][fed[p]]
+        fed[p] += 1
+        runs = []
+        for merge in merges:
+            merge.push(tps[p], chunk, [r[2] for r in chunk], now=now)
+            if fed[p] == len(parts[p]) and step % 3 == 0:
+                merge.end(tps[p])
+            runs.append(merge.take(now=now, force=force))
+        assert runs[0] == runs[1]
+    assert merges[0].take(now=now, force=True) == merges[1].take(now=now, force=True)
