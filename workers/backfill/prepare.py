@@ -129,7 +129,8 @@ def prepare(job: JobQuery, batch: pa.RecordBatch) -> pa.RecordBatch:
     fast = np.flatnonzero(~suspect)
     slow = set(np.flatnonzero(suspect).tolist())
     if len(fast):
-        values = value_col.take(pa.array(fast)).to_pylist()
+        # A take copies every value: only when some rows are left out.
+        values = (value_col if len(fast) == n else value_col.take(pa.array(fast))).to_pylist()
         decoded = _decoder(job).decode(values, list(range(len(values))))
         kept = np.asarray(decoded.lines, dtype=np.int64)
         # Whatever the layer refused (or dropped: blank records) is judged one by one.
