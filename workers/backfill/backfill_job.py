@@ -28,6 +28,7 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.window import Window
 
 from cerfleet.errors import CerfleetError
 from cerfleet.fleet.service import settings_from_args
@@ -83,6 +84,22 @@ def _whole(job: JobQuery, prepared: DataFrame, counters: dict[str, Any] | None) 
     return _evaluated(job, _sorted(prepared.repartition(1, "unit"), "unit"), None, counters)
 
 
+def _heavy_keys(job: JobQuery, needed: DataFrame, partitions: int) -> dict[Any, int]:
+    """Heavy PARTITION BY keys to tasks, from key weights in a sample: exact counts would
+    need every prepared row kept (or prepared twice), and placement only needs the heavy
+    keys roughly."""
+    sample = _prepared(job, needed.sample(fraction=KEY_SAMPLE, seed=17))
+    per_unit = sample.where(F.col("status") == GOOD).groupBy("unit").count()
+    # The heavy keys with the sample's total beside them: one job, one scan.
+    total = F.sum("count").over(Window.partitionBy())
+    rows = per_unit.withColumn("total", total).orderBy(F.desc("count")).limit(4 * partitions)
+    heavy = rows.collect()
+    weights = {r["unit"]: int(r["count"]) for r in heavy}
+    sampled = int(heavy[0]["total"]) if heavy else 0
+    rest = (sampled - sum(weights.values())) / partitions
+    return longest_first(weights, partitions, rest)
+
+
 def evaluate(
     spark: SparkSession,
     job: JobQuery,
@@ -93,6 +110,7 @@ def evaluate(
 ) -> Evaluation:
     """Build (lazily, but for the slice counts) the evaluation of ``job`` over ``source``."""
     query = job.compiled()
+    cores = spark.sparkContext.defaultParallelism
     # Only what the tasks read: Spark's Arrow conversion of the nested headers column
     # alone costs more than the whole evaluation.
     needed = source.select("topic", "partition", "offset", "timestamp", "value")
@@ -103,19 +121,10 @@ def evaluate(
     if not query.partitioned and (epsilon is None or slices <= 1 or job.outputs_rows):
         return Evaluation(_whole(job, prepared, counters), "whole", prepared)
     if query.partitioned:
-        # Key weights from a sample: exact counts would need every prepared row kept
-        # (or prepared twice), and placement only needs the heavy keys roughly.
-        sample = _prepared(job, needed.sample(fraction=KEY_SAMPLE, seed=17))
-        per_unit = sample.where(F.col("status") == GOOD).groupBy("unit").count().persist()
-        heavy = per_unit.orderBy(F.desc("count")).limit(4 * partitions).collect()
-        sampled = per_unit.agg(F.sum("count")).first()
-        per_unit.unpersist()
-        total = 0 if sampled is None else int(sampled[0] or 0)
-        weights = {r["unit"]: int(r["count"]) for r in heavy}
-        rest = (total - sum(weights.values())) / partitions
-        placed = place(
-            spark, prepared, "unit", longest_first(weights, partitions, rest), partitions
-        )
+        # One core runs the tasks one after another: where a key goes cannot change the
+        # job's time, so the sample (a scan of the whole input) would not pay.
+        assignment = _heavy_keys(job, needed, partitions) if cores > 1 else {}
+        placed = place(spark, prepared, "unit", assignment, partitions)
         return Evaluation(
             _evaluated(job, _sorted(placed, "unit"), None, counters), "keys", prepared
         )
