@@ -25,6 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -37,9 +38,9 @@ from cerfleet.workers.backfill.entry import job_main
 from cerfleet.workers.backfill.job_query import RDF_LANGUAGES, JobQuery
 from cerfleet.workers.backfill.options import add_backfill_arguments, check_backfill, time_bound
 from cerfleet.workers.backfill.placement import longest_first, place
-from cerfleet.workers.backfill.prepare import prepare_batches
+from cerfleet.workers.backfill.prepare import classify
 from cerfleet.workers.backfill.rdf_units import evaluate_rdf
-from cerfleet.workers.backfill.schemas import BAD, GOOD, MATCH, PREPARED, RESULT
+from cerfleet.workers.backfill.schemas import ADDED, BAD, GOOD, MATCH, RESULT
 from cerfleet.workers.backfill.sinks import PRODUCED, produce_batches
 from cerfleet.workers.backfill.slices import SlicePlan, label_bases, slice_epsilon
 from cerfleet.workers.backfill.sources import archive_source, jsonl_source, kafka_source
@@ -70,7 +71,23 @@ def _sorted(df: DataFrame, unit: str) -> DataFrame:
 
 
 def _prepared(job: JobQuery, rows: DataFrame) -> DataFrame:
-    return rows.mapInArrow(partial(prepare_batches, job), spark_schema(PREPARED))
+    def added(value: pa.Array, timestamp: pa.Array) -> pa.Array:
+        return classify(job, value, timestamp)
+
+    # A scalar Arrow UDF: only the value and timestamp go to Python and only what it adds
+    # comes back; the coordinates and value stay in the JVM (mapInArrow converts them to
+    # Arrow and back). Not deterministic to Spark, so that it runs once per record: a
+    # filter on what it adds would otherwise be pushed below it, running it twice.
+    # pyspark's stubs want the UDF type spelled out; at run time it reads the type hints.
+    ddl = spark_schema(ADDED).simpleString()
+    udf = F.arrow_udf(added, ddl).asNondeterministic()  # type: ignore[call-overload]
+    return rows.select(
+        "topic",
+        F.col("partition").cast("int").alias("partition"),
+        F.col("offset").cast("long").alias("offset"),
+        "value",
+        udf("value", "timestamp").alias("_added"),
+    ).select("topic", "partition", "offset", "value", *(f"_added.{n}" for n in ADDED.names))
 
 
 def _evaluated(
