@@ -5,7 +5,8 @@ Run it with ``spark-submit workers/backfill/backfill_job.py …`` or through
 ``cerfleet backfill …``, which builds that command.
 
 Dataflow, Arrow batches in and out of every Python task:
-1. ``prepare`` (per input task): classify records, compute unit and order time;
+1. ``prepare`` (per input task, a scalar Arrow UDF over each record's value and
+   timestamp): classify records, compute unit and order time;
 2. shuffle by unit (the PARTITION BY key, or the time slice), sort each task's
    rows by ``(unit, t, topic, partition, offset)``;
 3. ``units`` (per evaluation task): one fresh evaluator per unit, outputs in the
