@@ -5,7 +5,8 @@ Run it with ``spark-submit workers/backfill/backfill_job.py …`` or through
 ``cerfleet backfill …``, which builds that command.
 
 Dataflow, Arrow batches in and out of every Python task:
-1. ``prepare`` (per input task): classify records, compute unit and order time;
+1. ``prepare`` (per input task, a scalar Arrow UDF over each record's value and
+   timestamp): classify records, compute unit and order time;
 2. shuffle by unit (the PARTITION BY key, or the time slice), sort each task's
    rows by ``(unit, t, topic, partition, offset)``;
 3. ``units`` (per evaluation task): one fresh evaluator per unit, outputs in the
@@ -25,9 +26,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.window import Window
 
 from cerfleet.errors import CerfleetError
 from cerfleet.fleet.service import settings_from_args
@@ -36,9 +39,9 @@ from cerfleet.workers.backfill.entry import job_main
 from cerfleet.workers.backfill.job_query import RDF_LANGUAGES, JobQuery
 from cerfleet.workers.backfill.options import add_backfill_arguments, check_backfill, time_bound
 from cerfleet.workers.backfill.placement import longest_first, place
-from cerfleet.workers.backfill.prepare import prepare_batches
+from cerfleet.workers.backfill.prepare import classify
 from cerfleet.workers.backfill.rdf_units import evaluate_rdf
-from cerfleet.workers.backfill.schemas import BAD, GOOD, MATCH, PREPARED, RESULT
+from cerfleet.workers.backfill.schemas import ADDED, BAD, GOOD, MATCH, RESULT
 from cerfleet.workers.backfill.sinks import PRODUCED, produce_batches
 from cerfleet.workers.backfill.slices import SlicePlan, label_bases, slice_epsilon
 from cerfleet.workers.backfill.sources import archive_source, jsonl_source, kafka_source
@@ -69,7 +72,23 @@ def _sorted(df: DataFrame, unit: str) -> DataFrame:
 
 
 def _prepared(job: JobQuery, rows: DataFrame) -> DataFrame:
-    return rows.mapInArrow(partial(prepare_batches, job), spark_schema(PREPARED))
+    def added(value: pa.Array, timestamp: pa.Array) -> pa.Array:
+        return classify(job, value, timestamp)
+
+    # A scalar Arrow UDF: only the value and timestamp go to Python and only what it adds
+    # comes back; the coordinates and value stay in the JVM (mapInArrow converts them to
+    # Arrow and back). Not deterministic to Spark, so that it runs once per record: a
+    # filter on what it adds would otherwise be pushed below it, running it twice.
+    # pyspark's stubs want the UDF type spelled out; at run time it reads the type hints.
+    ddl = spark_schema(ADDED).simpleString()
+    udf = F.arrow_udf(added, ddl).asNondeterministic()  # type: ignore[call-overload]
+    return rows.select(
+        "topic",
+        F.col("partition").cast("int").alias("partition"),
+        F.col("offset").cast("long").alias("offset"),
+        "value",
+        udf("value", "timestamp").alias("_added"),
+    ).select("topic", "partition", "offset", "value", *(f"_added.{n}" for n in ADDED.names))
 
 
 def _evaluated(
@@ -83,6 +102,22 @@ def _whole(job: JobQuery, prepared: DataFrame, counters: dict[str, Any] | None) 
     return _evaluated(job, _sorted(prepared.repartition(1, "unit"), "unit"), None, counters)
 
 
+def _heavy_keys(job: JobQuery, needed: DataFrame, partitions: int) -> dict[Any, int]:
+    """Heavy PARTITION BY keys to tasks, from key weights in a sample: exact counts would
+    need every prepared row kept (or prepared twice), and placement only needs the heavy
+    keys roughly."""
+    sample = _prepared(job, needed.sample(fraction=KEY_SAMPLE, seed=17))
+    per_unit = sample.where(F.col("status") == GOOD).groupBy("unit").count()
+    # The heavy keys with the sample's total beside them: one job, one scan.
+    total = F.sum("count").over(Window.partitionBy())
+    rows = per_unit.withColumn("total", total).orderBy(F.desc("count")).limit(4 * partitions)
+    heavy = rows.collect()
+    weights = {r["unit"]: int(r["count"]) for r in heavy}
+    sampled = int(heavy[0]["total"]) if heavy else 0
+    rest = (sampled - sum(weights.values())) / partitions
+    return longest_first(weights, partitions, rest)
+
+
 def evaluate(
     spark: SparkSession,
     job: JobQuery,
@@ -93,6 +128,7 @@ def evaluate(
 ) -> Evaluation:
     """Build (lazily, but for the slice counts) the evaluation of ``job`` over ``source``."""
     query = job.compiled()
+    cores = spark.sparkContext.defaultParallelism
     # Only what the tasks read: Spark's Arrow conversion of the nested headers column
     # alone costs more than the whole evaluation.
     needed = source.select("topic", "partition", "offset", "timestamp", "value")
@@ -103,19 +139,10 @@ def evaluate(
     if not query.partitioned and (epsilon is None or slices <= 1 or job.outputs_rows):
         return Evaluation(_whole(job, prepared, counters), "whole", prepared)
     if query.partitioned:
-        # Key weights from a sample: exact counts would need every prepared row kept
-        # (or prepared twice), and placement only needs the heavy keys roughly.
-        sample = _prepared(job, needed.sample(fraction=KEY_SAMPLE, seed=17))
-        per_unit = sample.where(F.col("status") == GOOD).groupBy("unit").count().persist()
-        heavy = per_unit.orderBy(F.desc("count")).limit(4 * partitions).collect()
-        sampled = per_unit.agg(F.sum("count")).first()
-        per_unit.unpersist()
-        total = 0 if sampled is None else int(sampled[0] or 0)
-        weights = {r["unit"]: int(r["count"]) for r in heavy}
-        rest = (total - sum(weights.values())) / partitions
-        placed = place(
-            spark, prepared, "unit", longest_first(weights, partitions, rest), partitions
-        )
+        # One core runs the tasks one after another: where a key goes cannot change the
+        # job's time, so the sample (a scan of the whole input) would not pay.
+        assignment = _heavy_keys(job, needed, partitions) if cores > 1 else {}
+        placed = place(spark, prepared, "unit", assignment, partitions)
         return Evaluation(
             _evaluated(job, _sorted(placed, "unit"), None, counters), "keys", prepared
         )

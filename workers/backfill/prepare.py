@@ -17,7 +17,6 @@ so that their verdict and message are the fleet's.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
@@ -31,9 +30,9 @@ from cerfleet.events.timestamps import parse_timestamp
 from cerfleet.fleet.keyed import key_of
 from cerfleet.fleet.records import DEFAULT_LIMITS, Rejected, decode_event
 from cerfleet.workers.backfill.job_query import JobQuery
-from cerfleet.workers.backfill.schemas import BAD, GOOD, PREPARED, UNKEYED
+from cerfleet.workers.backfill.schemas import ADDED, BAD, GOOD, PREPARED, UNKEYED
 
-__all__ = ["prepare", "prepare_batches"]
+__all__ = ["classify", "prepare"]
 
 # An archive keeps tombstones; say so rather than "not a JSON object".
 _TOMBSTONE = Rejected("tombstone", "no value (a tombstone)")
@@ -109,15 +108,14 @@ def _times(col: np.ndarray) -> np.ndarray:
     )
 
 
-def prepare(job: JobQuery, batch: pa.RecordBatch) -> pa.RecordBatch:
-    """Archive (or archive-like) rows in, ``PREPARED`` rows out, one for one."""
+def classify(job: JobQuery, value_col: pa.Array, stamps_col: pa.Array | None) -> pa.StructArray:
+    """What ``prepare`` adds to each record (``ADDED``), from its value and its Kafka
+    timestamp (None: no timestamps)."""
     query = job.compiled()
     attrs = tuple(query.partition_attrs) if query.partitioned else None
-    n = batch.num_rows
-    value_col = batch.column("value")
-    names = batch.schema.names
-    if "timestamp" in names:
-        stamps = batch.column("timestamp").to_numpy(zero_copy_only=False).astype(np.float64)
+    n = len(value_col)
+    if stamps_col is not None:
+        stamps = stamps_col.to_numpy(zero_copy_only=False).astype(np.float64)
     else:
         stamps = np.full(n, np.nan)
     status = np.full(n, BAD, dtype=np.int8)
@@ -129,7 +127,8 @@ def prepare(job: JobQuery, batch: pa.RecordBatch) -> pa.RecordBatch:
     fast = np.flatnonzero(~suspect)
     slow = set(np.flatnonzero(suspect).tolist())
     if len(fast):
-        values = value_col.take(pa.array(fast)).to_pylist()
+        # A take copies every value: only when some rows are left out.
+        values = (value_col if len(fast) == n else value_col.take(pa.array(fast))).to_pylist()
         decoded = _decoder(job).decode(values, list(range(len(values))))
         kept = np.asarray(decoded.lines, dtype=np.int64)
         # Whatever the layer refused (or dropped: blank records) is judged one by one.
@@ -159,22 +158,29 @@ def prepare(job: JobQuery, batch: pa.RecordBatch) -> pa.RecordBatch:
     unit_col = pa.array(units, pa.string())  # null for bad records and those without key
     status[(status == GOOD) & unit_col.is_null().to_numpy(zero_copy_only=False)] = UNKEYED
     times = np.where(np.isnan(times), stamps, times)
+    return pa.StructArray.from_arrays(
+        [
+            pa.array(status, pa.int8()),
+            pa.array(errors, pa.string()),
+            unit_col,
+            pa.array(times, pa.float64(), mask=(status == BAD) | np.isnan(times)),
+        ],
+        fields=list(ADDED),
+    )
+
+
+def prepare(job: JobQuery, batch: pa.RecordBatch) -> pa.RecordBatch:
+    """Archive (or archive-like) rows in, ``PREPARED`` rows out, one for one."""
+    names = batch.schema.names
+    value_col = batch.column("value")
+    added = classify(job, value_col, batch.column("timestamp") if "timestamp" in names else None)
     return pa.RecordBatch.from_pydict(
         {
             "topic": batch.column("topic"),
             "partition": batch.column("partition").cast(pa.int32()),
             "offset": batch.column("offset").cast(pa.int64()),
             "value": value_col,
-            "status": pa.array(status, pa.int8()),
-            "error": pa.array(errors, pa.string()),
-            "unit": unit_col,
-            "t": pa.array(times, pa.float64(), mask=(status == BAD) | np.isnan(times)),
+            **{name: added.field(name) for name in ADDED.names},
         },
         schema=PREPARED,
     )
-
-
-def prepare_batches(job: JobQuery, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` body of the first pass."""
-    for batch in batches:
-        yield prepare(job, batch)

@@ -41,16 +41,21 @@ GOOD, BAD, UNKEYED = 0, 1, 2
 # What ``prepare`` adds to the coordinates and value: the evaluation unit (the
 # PARTITION BY key as JSON, "" for a query without PARTITION BY), the order
 # time ``t`` (ms) and, for bad records, why.
+ADDED = pa.schema(
+    [
+        ("status", pa.int8()),
+        ("error", pa.string()),
+        ("unit", pa.string()),
+        ("t", pa.float64()),
+    ]
+)
 PREPARED = pa.schema(
     [
         ("topic", pa.string()),
         ("partition", pa.int32()),
         ("offset", pa.int64()),
         ("value", pa.binary()),
-        ("status", pa.int8()),
-        ("error", pa.string()),
-        ("unit", pa.string()),
-        ("t", pa.float64()),
+        *ADDED,
     ]
 )
 

@@ -15,11 +15,13 @@ from its base, which the driver counts). Output records are the fleet's, with
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from cerfleet.complex_event import ComplexEvent
 from cerfleet.evaluation.query_evaluator import QueryEvaluator
@@ -82,7 +84,10 @@ class _Coordinates:
         self.topic_names: list[str] = []
         self._topic_ids: dict[str, int] = {}
 
-    def extend(self, topics: list[str], partitions: np.ndarray, offsets: np.ndarray) -> None:
+    def extend(
+        self, names: list[str], topics: np.ndarray, partitions: np.ndarray, offsets: np.ndarray
+    ) -> None:
+        """Adds events by coordinates; ``topics`` index ``names``."""
         m = len(offsets)
         if self.n + m > len(self.offsets):
             size = max(2 * len(self.offsets), self.n + m)
@@ -92,16 +97,14 @@ class _Coordinates:
                 grown[: self.n] = old[: self.n]
                 setattr(self, name, grown)
         ids = self._topic_ids
-        for t in set(topics):
+        for t in names:
             if t not in ids:
                 ids[t] = len(self.topic_names)
                 self.topic_names.append(t)
         self.offsets[self.n : self.n + m] = offsets
         self.partitions[self.n : self.n + m] = partitions
-        if len(ids) == 1:
-            self.topics[self.n : self.n + m] = 0
-        else:
-            self.topics[self.n : self.n + m] = [ids[t] for t in topics]
+        mapped = np.array([ids[t] for t in names], dtype=np.int32)
+        self.topics[self.n : self.n + m] = mapped[topics]
         self.n += m
 
     def sources(self, positions: Sequence[int]) -> list[dict[str, Any]]:
@@ -148,28 +151,28 @@ class UnitRunner:
             return
         if len(good) < len(status):
             batch = batch.take(pa.array(good))
+        n = batch.num_rows
         sliced = self.bases is not None
-        units = (batch.column("slice") if sliced else batch.column("unit")).to_pylist()
-        topics = batch.column("topic").to_pylist()
+        units = batch.column("slice") if sliced else batch.column("unit")
+        # Topic names once per batch, rows as indices into them.
+        topics = pc.dictionary_encode(batch.column("topic"))
+        names = topics.dictionary.to_pylist()
+        topic_ids = topics.indices.to_numpy(zero_copy_only=False)
         partitions = batch.column("partition").to_numpy()
         offsets = batch.column("offset").to_numpy()
         values = batch.column("value").to_pylist()
         overlap = batch.column("overlap").to_numpy(zero_copy_only=False) if sliced else None
-        # Runs of equal units.
-        start = 0
-        n = len(units)
-        for k in range(1, n + 1):
-            if k == n or units[k] != units[start]:
-                self._enter(units[start], out)
-                self._coords.extend(topics[start:k], partitions[start:k], offsets[start:k])
-                # Decoded run by run: a slice of a decoded batch's events would make
-                # every event of the run a Python object.
-                self._evaluate(*self._columns(values if k - start == n else values[start:k]), out)
-                if overlap is not None:
-                    self.events += int((~overlap[start:k]).sum())
-                else:
-                    self.events += k - start
-                start = k
+        bounds = _runs(units)
+        for start, k in pairwise(bounds):
+            self._enter(units[start].as_py(), out)
+            self._coords.extend(names, topic_ids[start:k], partitions[start:k], offsets[start:k])
+            # Decoded run by run: a slice of a decoded batch's events would make
+            # every event of the run a Python object.
+            self._evaluate(*self._columns(values if k - start == n else values[start:k]), out)
+            if overlap is not None:
+                self.events += int((~overlap[start:k]).sum())
+            else:
+                self.events += k - start
 
     def _rejected(self, batch: pa.RecordBatch, status: np.ndarray, out: _Out) -> None:
         bad = np.flatnonzero(status == BAD)
@@ -267,6 +270,16 @@ class UnitRunner:
                 "bad": self.bad,
             }
         )
+
+
+def _runs(units: pa.Array) -> list[int]:
+    """Where each run of equal units starts, and the end: rows arrive sorted by unit."""
+    n = len(units)
+    if n < 2:
+        return [0, n]
+    same = pc.fill_null(pc.equal(units.slice(1), units.slice(0, n - 1)), False)
+    changes = np.flatnonzero(~same.to_numpy(zero_copy_only=False)) + 1
+    return [0, *changes.tolist(), n]
 
 
 def _as_json(event: Mapping[str, Any]) -> Any:

@@ -31,3 +31,15 @@ def test_placed_units_land_in_their_tasks_and_the_rest_spreads(spark: Any) -> No
     assert all(len(tasks) == 1 for tasks in task_of.values())  # a unit never splits
     assert task_of["heavy"] == {2} and task_of["k1"] == task_of["k2"] == {0}
     assert len({t for tasks in task_of.values() for t in tasks}) == 4
+
+
+def test_without_placed_units_every_unit_still_has_one_task(spark: Any) -> None:
+    # What a one-core job does: no key sample, hashing alone.
+    rows = [(f"k{i % 50}", i) for i in range(5000)]
+    df = spark.createDataFrame(rows, "unit string, n long")
+    placed = place(spark, df, "unit", {}, 4)
+    where = placed.select("unit", F.spark_partition_id().alias("task")).distinct().collect()
+    tasks: dict[str, set[int]] = {}
+    for r in where:
+        tasks.setdefault(r["unit"], set()).add(r["task"])
+    assert len(tasks) == 50 and all(len(t) == 1 for t in tasks.values())
