@@ -73,7 +73,9 @@ def run_columns(
         # The latest clock before each event; an event below it is late. Events
         # behind the horizon move no clock, as row by row.
         kept = clocks if forced is None else np.where(forced, np.nan, clocks)
-        before = np.fmax.accumulate(np.concatenate(([sub.last_clock], kept)))
+        # As a float: an int clock beyond int64 (a huge timestamp read row by row)
+        # would make the array objects, whose NaN comparisons are not fmax's.
+        before = np.fmax.accumulate(np.concatenate(([float(sub.last_clock)], kept)))
         late = clocks < before[:-1]
         if forced is not None:
             late |= forced

@@ -313,3 +313,19 @@ def test_events_must_match_the_columns() -> None:
     events = [{"type": "A"}, {"type": "B"}]
     with pytest.raises(ValueError, match="events"):
         q.evaluator().process_columns(columns_of(events, q.attributes), events=events[:1])
+
+
+def test_a_clock_beyond_int64_still_makes_an_older_event_late() -> None:
+    # Found by the property test above: the clock 10**30 (an object column, read row by
+    # row) then 0 in the next batch, whose vector pass started from that int.
+    q = compile_query(
+        "SELECT * FROM S WHERE NOT(A) WITHIN 0 [t] CONSUME BY ANY", time_field=TIME_FIELD
+    )
+    stream: list[dict[str, Any]] = [
+        {"type": "A", "y": 0},
+        {"type": "A", "x": 0, "t": 10**30},
+        {"type": "A", "x": 0},
+        {"type": "A", "t": 0},
+        *({"type": "A"} for _ in range(6)),
+    ]
+    check_columns_match_rows(q, stream, 2)

@@ -61,7 +61,7 @@ def _children() -> set[int]:
 
 
 def test_stopping_early_ends_the_child() -> None:
-    # Other children of the test process (a session's broker) are not ours to count.
+    # Other children of the test process (a broker a fixture started) are not ours to count.
     before = _children()
     items = prefetch.prefetched(lambda part, parts: _endless())
     assert next(items) == b"x" * 100_000
