@@ -44,7 +44,7 @@ class Decoded:
     columns, events (bytes and source) and keyed offsets, and the rows it refused
     as ``(row, reason, error)``."""
 
-    rows: list[int]
+    rows: Sequence[int]
     columns: dict[str, np.ndarray]
     events: KeyedEvents
     positions: list[int]
@@ -96,7 +96,7 @@ def decode_rows(
     values = batch.values
     decoded = decoder.decode([values[i] for i in rows], rows)  # type: ignore[misc]
     problems = [(i, _label(reason), reason) for i, reason in decoded.problems]
-    kept = list(decoded.lines)
+    kept = decoded.lines
     if len(kept) + len(problems) != len(rows):
         # The decoder drops blank records (blank lines of a file) unreported; a blank
         # record value is no JSON, as ``decode_event`` says.

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["LineBatch", "line_batches", "split_lines", "whole_line_chunks"]
+__all__ = ["LineBatch", "line_batches", "whole_line_chunks"]
 
 DEFAULT_MAX_BYTES = 1 << 20
 _BOM = b"\xef\xbb\xbf"
@@ -21,36 +21,48 @@ _BOM = b"\xef\xbb\xbf"
 @dataclass
 class LineBatch:
     """Non-blank-looking lines (no line break, no carriage return at the end), their
-    1-based line numbers, and the stream's bytes read so far."""
+    1-based line numbers, the stream's bytes read so far, and whether every line is
+    ASCII (checked once for the block: the decoder then checks no line for UTF-8)."""
 
     lines: list[bytes]
     numbers: list[int]
     bytes_read: int
+    ascii: bool = False
 
 
 def line_batches(
-    read: Callable[[int], bytes], *, max_bytes: int = DEFAULT_MAX_BYTES
+    read: Callable[[int], bytes],
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    part: int = 0,
+    parts: int = 1,
 ) -> Iterator[LineBatch]:
     """Batches of the lines ``read`` returns until end of input (an empty read); a
     last line without a line break counts. Empty lines are left out (their numbers
-    are skipped); lines of only spaces are kept for the decoder to drop."""
+    are skipped); lines of only spaces are kept for the decoder to drop.
+
+    ``part`` of ``parts``: only batches ``part``, ``part + parts``, … are made (one of
+    several processes taking turns, each reading the whole input); the others' lines
+    are only counted, so numbers are the input's."""
     next_number = 1
-    for text, total in whole_line_chunks(read, max_bytes):
-        yield split_lines(text, next_number, total)
+    for i, (text, total) in enumerate(whole_line_chunks(read, max_bytes)):
+        if i % parts == part:
+            yield _split(text, next_number, total)
         next_number += text.count(b"\n") + 1
 
 
-def split_lines(text: bytes, first: int, bytes_read: int) -> LineBatch:
+def _split(text: bytes, first: int, bytes_read: int) -> LineBatch:
     """The lines of ``text`` (whole lines joined by line breaks), the first numbered
     ``first``; empty lines left out, their numbers skipped."""
     lines = text.split(b"\n")
     if b"\r" in text:  # CRLF files: the CR is no part of the record
         lines = [line.rstrip(b"\r") for line in lines]
+    ascii = text.isascii()
     numbers = range(first, first + len(lines))
     if b"" in lines:
         kept = [(n, line) for n, line in zip(numbers, lines, strict=True) if line]
-        return LineBatch([line for _, line in kept], [n for n, _ in kept], bytes_read)
-    return LineBatch(lines, list(numbers), bytes_read)
+        return LineBatch([line for _, line in kept], [n for n, _ in kept], bytes_read, ascii)
+    return LineBatch(lines, list(numbers), bytes_read, ascii)
 
 
 def whole_line_chunks(read: Callable[[int], bytes], max_bytes: int) -> Iterator[tuple[bytes, int]]:

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from multiprocessing import Pipe
 from typing import Any, TypeVar
 
-__all__ = ["ENV", "MAX_PROCESSES", "enabled", "prefetched", "processes"]
+__all__ = ["ENV", "MAX_PROCESSES", "prefetched", "processes"]
 
 T = TypeVar("T")
 
@@ -58,10 +58,6 @@ def processes() -> int:
         return max(0, min(int(setting), MAX_PROCESSES))
     except ValueError:
         return 1
-
-
-def enabled() -> bool:
-    return processes() > 0
 
 
 def prefetched(produce: Callable[[int, int], Iterator[T]], count: int = 1) -> Iterator[T]:
