@@ -4,7 +4,8 @@ The row reader (``csv_reader.parse_csv``) builds a dict per row and types every 
 one by one. Here a batch of rows is cut into cells by ``str.split`` and only the
 attributes the query reads are typed, a whole column at a time: one regular-expression
 pass over the column's cells joined by line breaks says whether every cell is an int
-(then ``int`` over them), every cell a float, or no cell a number or boolean (the text
+(then numpy's text parser makes the int64 column at once when no cell has over 15
+ASCII digits, else ``int`` over them), every cell a float, or no cell a number or boolean (the text
 is kept); any other column is typed cell by cell exactly as the row reader does. The
 rows' dicts are made only for the few events the automaton looks at one by one.
 
@@ -37,6 +38,10 @@ __all__ = ["CsvEvents", "csv_batches"]
 SchemaCheck = Callable[[Mapping[str, Any]], str | None]
 
 _INTS = re.compile(rf"(?:{_INT.pattern}\n)*{_INT.pattern}")
+# Ints of at most 15 digits are below 2**53 (an int64 column, as ``column`` makes it)
+# and within what numpy's text parser reads exactly.
+_SHORT_INT = r"[+-]?[0-9]{1,15}"  # ASCII digits: int() reads others too, numpy not
+_SHORT_INTS = re.compile(rf"(?:{_SHORT_INT}\n)*{_SHORT_INT}")
 _FLOATS = re.compile(rf"(?:{_FLOAT.pattern}\n)*{_FLOAT.pattern}")
 # A cell the row reader would type (it strips the cell first). Leading whitespace may
 # run over a line break here: that finds more cells, never fewer, and more only sends
@@ -53,7 +58,12 @@ class CsvEvents(Sequence[dict[str, Any]]):
     __slots__ = ("_ends", "_header", "_starts", "_text", "_type_field")
 
     def __init__(
-        self, header: list[str], text: bytes, starts: list[int], ends: list[int], type_field: str
+        self,
+        header: list[str],
+        text: bytes,
+        starts: Sequence[int] | np.ndarray,
+        ends: Sequence[int] | np.ndarray,
+        type_field: str,
     ) -> None:
         self._header = header
         self._text = text
@@ -160,13 +170,11 @@ def _batch(
     breaks = np.flatnonzero(raw == _NEWLINE)
     starts = np.concatenate(([0], breaks + 1))
     ends = np.concatenate((breaks, [len(raw)]))
-    commas = np.concatenate(([0], np.cumsum(raw == _COMMA)))
-    regular = (commas[ends] - commas[starts]) == width - 1
     n = len(starts)
     problems: list[tuple[int, str]] = []
     needed = [name for name in names if name in header]
     at = {name: header.index(name) for name in needed}
-    if width > 1 and regular.all():
+    if width > 1 and _regular(raw, n, width):
         # Every line a row of ``width`` cells: cut them all in one pass, a column is
         # then every width-th cell.
         plain = decoded
@@ -190,30 +198,51 @@ def _batch(
         by_column = {name: [row[at[name]] for row in rows] for name in needed}
         keep = kept
         n = len(kept)
-    values: dict[str, list[Any]] = {}
+    values: dict[str, list[Any] | np.ndarray] = {}
     for name in names:
         if name not in at:
             values[name] = [None] * n
         elif name == type_field:
-            values[name] = [c if c != "" else None for c in by_column[name]]
+            types = by_column[name]
+            values[name] = [c if c != "" else None for c in types] if "" in types else types
         else:
             values[name] = _typed(by_column[name])
-    rows_at = np.arange(len(starts)) if keep is None else np.array(keep, dtype=np.int64)
     bad = _judge(values, type_field, names, check)
+    if keep is None and not bad:
+        # Every line an event (the usual batch): no index arrays to build or apply.
+        columns = {name: _column(values[name]) for name in wanted}
+        events = CsvEvents(header, text, starts, ends, type_field)
+        return Batch(columns, events, range(first, first + n), problems)
+    rows_at = np.arange(len(starts)) if keep is None else np.array(keep, dtype=np.int64)
     if bad:
         problems += [(first + int(rows_at[k]), reason) for k, reason in bad.items()]
         problems.sort()
         good = [k for k in range(n) if k not in bad]
-        values = {name: [col[k] for k in good] for name, col in values.items()}
+        values = {name: _pick(col, good) for name, col in values.items()}
         rows_at = rows_at[good]
-    columns = {name: column(values[name]) for name in wanted}
-    events = CsvEvents(header, text, starts[rows_at].tolist(), ends[rows_at].tolist(), type_field)
+    columns = {name: _column(values[name]) for name in wanted}
+    events = CsvEvents(header, text, starts[rows_at], ends[rows_at], type_field)
     return Batch(columns, events, (rows_at + first).tolist(), problems)
 
 
-def _typed(cells: Sequence[str]) -> list[Any]:
-    """The cells of one column as the row reader types them (None: an empty cell)."""
+def _column(values: list[Any] | np.ndarray) -> np.ndarray:
+    return values if isinstance(values, np.ndarray) else column(values)
+
+
+def _pick(values: list[Any] | np.ndarray, rows: list[int]) -> list[Any] | np.ndarray:
+    if not isinstance(values, np.ndarray):
+        return [values[k] for k in rows]
+    # No value left at all: ``column`` makes NaNs of that, not an empty int column.
+    return values[np.array(rows, dtype=np.int64)] if rows else []
+
+
+def _typed(cells: Sequence[str]) -> list[Any] | np.ndarray:
+    """The cells of one column as the row reader types them (None: an empty cell), or
+    straight away the int64 column ``column`` would make of them."""
     joined = "\n".join(cells)
+    if _SHORT_INTS.fullmatch(joined):
+        # One C pass instead of an int object per cell and ``column``'s checks of them.
+        return np.fromstring(joined, dtype=np.int64, sep="\n")
     if _INTS.fullmatch(joined):
         return list(map(int, cells))
     if _FLOATS.fullmatch(joined):
@@ -229,19 +258,27 @@ def _typed(cells: Sequence[str]) -> list[Any]:
     return [None if c == "" else convert_value(c) for c in cells]
 
 
+def _values(values: list[Any] | np.ndarray) -> list[Any]:
+    return values.tolist() if isinstance(values, np.ndarray) else values
+
+
 def _judge(
-    values: dict[str, list[Any]], type_field: str, names: list[str], check: SchemaCheck | None
+    values: dict[str, list[Any] | np.ndarray],
+    type_field: str,
+    names: list[str],
+    check: SchemaCheck | None,
 ) -> dict[int, str]:
     """Rows that are no events: no type, or (``check``) a schema violation."""
-    bad = {
-        k: f"missing type field {type_field!r}"
-        for k, t in enumerate(values[type_field])
-        if t is None
-    }
+    types = values[type_field]
+    bad = {}
+    if None in types:
+        bad = {k: f"missing type field {type_field!r}" for k, t in enumerate(types) if t is None}
     if check is not None:
-        for k in range(len(values[type_field])):
+        # Python values, as the row reader hands them to the check.
+        rows = {name: _values(values[name]) for name in names}
+        for k in range(len(types)):
             if k not in bad:
-                problem = check({name: values[name][k] for name in names})
+                problem = check({name: rows[name][k] for name in names})
                 if problem is not None:
                     bad[k] = problem
     return bad
@@ -282,6 +319,16 @@ def _of_events(
 ) -> Batch:
     columns = {name: column([e.get(name) for e in events]) for name in wanted}
     return Batch(columns, events, numbers, problems)
+
+
+def _regular(raw: np.ndarray, lines: int, width: int) -> bool:
+    """Whether each of the ``lines`` lines of ``raw`` has ``width - 1`` commas: the
+    separators (commas and line breaks) then run ``width - 1`` commas, a break, and so
+    on, so every ``width``-th separator is a break."""
+    separators = np.flatnonzero((raw == _COMMA) | (raw == _NEWLINE))
+    if len(separators) != lines * width - 1:
+        return False
+    return bool((raw[separators[width - 1 :: width]] == _NEWLINE).all())
 
 
 def _lone_returns(text: bytes) -> bool:

@@ -41,6 +41,9 @@ CELLS = st.sampled_from(
         "é",
         '"q,uoted"',
         "9" * 25,
+        "+5",
+        "9" * 15,
+        "-" + "9" * 16,
     ]
 )
 HEADERS = st.sampled_from(["type,x,y", "x,type", "type", " type , x ", "x,y"])
