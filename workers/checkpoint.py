@@ -22,17 +22,18 @@ from __future__ import annotations
 
 import logging
 import struct
-import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from cerfleet.errors import SnapshotError
-from cerfleet.fleet.keyed import coordinates, header_items
+from cerfleet.fleet.keyed import header_items
 from cerfleet.workers.budget import Suspension
+from cerfleet.workers.scans import Scan, scan, scan_many
 
 log = logging.getLogger(__name__)
 
@@ -183,29 +184,54 @@ def read_checkpoint(
     partition: int,
     timeout: float = 30.0,
 ) -> Checkpoint | None:
-    """The latest complete checkpoint of ``keyed_topic``'s ``partition``, or None.
+    """The latest complete checkpoint of ``keyed_topic``'s ``partition``, or None (see
+    ``read_checkpoints``)."""
+    return read_checkpoints(scanner, topic, partitions, keyed_topic, [partition], timeout)[
+        partition
+    ]
 
-    Reads the checkpoint partition from near its end to the partition's end
-    (partition EOF), then widens backwards until a complete checkpoint of this
-    keyed partition is found (co-partitioned topics find it in the last record).
-    Where the end is comes from the log itself: a ListOffsets answer only says
-    where to start reading, and a wrong one costs a longer read, never a missed
-    checkpoint (some brokers answer LATEST with less than the end, or with 0
-    while a transaction is open)."""
-    tp = TopicPartition(topic, partition % partitions)
-    low, hint = scanner.get_watermark_offsets(tp, timeout=timeout, cached=False)
-    low = max(0, low)
-    key = checkpoint_key(keyed_topic, partition)
-    start = max(low, hint - 16)
-    found = _latest_complete(_checkpoint_records(scan(scanner, tp, start, None, timeout)), key)
-    window = 64
-    end = start
-    while found is None and end > low:
-        start = max(low, end - window)
-        found = _latest_complete(_checkpoint_records(scan(scanner, tp, start, end, timeout)), key)
-        end = start
-        window *= 4
-    return None if found is None else Checkpoint.decode(found)
+
+def read_checkpoints(
+    scanner: Consumer,
+    topic: str,
+    partitions: int,
+    keyed_topic: str,
+    wanted: Iterable[int],
+    timeout: float = 30.0,
+) -> dict[int, Checkpoint | None]:
+    """The latest complete checkpoint of each ``wanted`` partition of ``keyed_topic``, or
+    None.
+
+    Reads each checkpoint partition from near its end to the partition's end
+    (partition EOF), all of them together, then, for a partition whose checkpoint was
+    not there, widens backwards until a complete checkpoint of it is found
+    (co-partitioned topics find it in the last record). Where the end is comes from the
+    log itself: a ListOffsets answer only says where to start reading, and a wrong one
+    costs a longer read, never a missed checkpoint (some brokers answer LATEST with less
+    than the end, or with 0 while a transaction is open)."""
+    lows: dict[int, int] = {}
+    ranges: dict[tuple[str, int], tuple[int, int | None]] = {}
+    for partition in wanted:
+        tp = TopicPartition(topic, partition % partitions)
+        low, hint = scanner.get_watermark_offsets(tp, timeout=timeout, cached=False)
+        lows[partition] = max(0, low)
+        ranges[(topic, tp.partition)] = (max(lows[partition], hint - 16), None)
+    tails = scan_many(scanner, ranges, timeout)
+    found: dict[int, Checkpoint | None] = {}
+    for partition, low in lows.items():
+        where = (topic, partition % partitions)
+        key = checkpoint_key(keyed_topic, partition)
+        latest = _latest_complete(_checkpoint_records(tails[where]), key)
+        window = 64
+        end = ranges[where][0]
+        while latest is None and end > low:
+            start = max(low, end - window)
+            older = scan(scanner, TopicPartition(*where), start, end, timeout)
+            latest = _latest_complete(_checkpoint_records(older), key)
+            end = start
+            window *= 4
+        found[partition] = None if latest is None else Checkpoint.decode(latest)
+    return found
 
 
 def _latest_complete(records: list[tuple[bytes | None, bytes, bytes]], key: bytes) -> bytes | None:
@@ -236,49 +262,3 @@ def _checkpoint_records(scanned: Scan) -> list[tuple[bytes | None, bytes, bytes]
         if header is not None:  # not a checkpoint otherwise
             out.append((msg.key(), header, msg.value() or b""))
     return out
-
-
-@dataclass
-class Scan:
-    """Records read from a partition, and the offset the read stopped at: the partition's
-    end (as the broker's fetch answered it) when the read went to the end."""
-
-    records: list[Any]
-    end: int
-
-
-def scan(
-    scanner: Consumer, tp: TopicPartition, start: int, end: int | None, timeout: float
-) -> Scan:
-    """Every data record of ``tp`` with an offset in [start, end), or from ``start`` to the
-    partition's end when ``end`` is None: the read stops at partition EOF (the scanner
-    must have ``enable.partition.eof``), whatever ListOffsets would have said. Control
-    records and retention gaps make offsets skip, so it also stops at ``end``."""
-    if end is not None and start >= end:
-        return Scan([], start)
-    first = start if start > 0 else OFFSET_BEGINNING
-    scanner.assign([TopicPartition(tp.topic, tp.partition, first)])
-    out: list[Any] = []
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            # consume() waits out its timeout unless the batch fills: short waits let the
-            # read end as soon as partition EOF arrives.
-            msgs = scanner.consume(10_000, 0.02)
-            for msg in msgs:
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        return Scan(out, max(start, msg.offset() or 0))
-                    log.warning("scan %s[%d]: %s", tp.topic, tp.partition, err)
-                    continue
-                offset = coordinates(msg)[2]
-                if end is not None and offset >= end:
-                    return Scan(out, end)
-                out.append(msg)
-                if end is not None and offset >= end - 1:
-                    return Scan(out, end)
-        upto = "its end" if end is None else str(end)
-        raise TimeoutError(f"reading {tp.topic}[{tp.partition}] {start}..{upto}: over {timeout}s")
-    finally:
-        scanner.unassign()

@@ -1,8 +1,9 @@
 """Which keyed partitions a worker owns, what it resumes them from, and what it leaves behind.
 
 Rebalance callbacks return at once, as Kafka Streams' do: a new partition is assigned
-*paused* and queued; the loop restores it (checkpoint, output tails) between batches of
-the others, seeks it to its checkpoint and resumes it. A callback blocking for a
+*paused* and queued; between batches of the others, the loop restores every queued
+partition (their checkpoints and output tails read together, ``cerfleet.workers.scans``),
+seeks each to its checkpoint and resumes it. A callback blocking for a
 restore would hold up the rebalance (on tansu, a leader leaving then stalls the group).
 
 With ``transactions`` each keyed partition has its own transactional producer,
@@ -42,10 +43,11 @@ from cerfleet.fleet.registry import Registry
 from cerfleet.fleet.settings import WorkerSettings
 from cerfleet.fleet.topics import TopicError, ensure_topics, partition_count
 from cerfleet.workers.catalog import Catalog
-from cerfleet.workers.checkpoint import read_checkpoint, scan, write_checkpoint
+from cerfleet.workers.checkpoint import Checkpoint, read_checkpoints, write_checkpoint
 from cerfleet.workers.metrics import WorkerMetrics
 from cerfleet.workers.outputs import published_seqs
 from cerfleet.workers.partition import PartitionState
+from cerfleet.workers.scans import Scan, scan_many
 from cerfleet.workers.stalls import TP, CheckpointTimeout, StallWatch
 
 log = logging.getLogger(__name__)
@@ -221,51 +223,94 @@ class Ownership(StallWatch):
         log.info("assigned %s (restoring)", where or "nothing")
 
     def _restore_pending(self) -> None:
-        """Restore one pending partition, seek it to its checkpoint and resume it."""
+        """Restore every pending partition, seek each to its checkpoint and resume it."""
         if not self._owner_confirmed():
             return
-        tp = next(iter(self._pending))
+        tps = list(self._pending)
         if self._registry_stale:
             # Once per assignment, not per partition (a read to the registry's end is a
             # broker round trip: 8 restores spent 2.8 s in them on tansu): each
             # checkpoint was written before its partition was assigned here.
             self.registry.catch_up(self.settings.registry_wait)
             self._registry_stale = False
-        if self.settings.transactions and tp not in self._txn:
-            self._txn[tp] = self._transactional_producer(tp)
+        if self.settings.transactions:
+            # Before any read: creating each producer aborts its predecessor's open
+            # transaction, whose outputs the reads must not count as published.
+            for tp in tps:
+                if tp not in self._txn:
+                    self._txn[tp] = self._transactional_producer(tp)
         try:
-            state = self._recover(*tp)
+            states = self._recover(tps)
         except LookupError:
             # A checkpoint naming a query version registered after that read (a fenced
             # predecessor's last round): read the registry again.
             self.registry.catch_up(self.settings.registry_wait)
-            state = self._recover(*tp)
-        del self._pending[tp]
-        self.states[tp] = state
-        offset = state.next_offset if state.next_offset > 0 else OFFSET_BEGINNING
-        self.consumer.seek(KafkaTP(tp[0], tp[1], offset))
-        self.consumer.resume([KafkaTP(*tp)])
-        self.metrics.recoveries.inc()
+            states = self._recover(tps)
+        for tp in tps:
+            del self._pending[tp]
+            state = self.states[tp] = states[tp]
+            offset = state.next_offset if state.next_offset > 0 else OFFSET_BEGINNING
+            self.consumer.seek(KafkaTP(tp[0], tp[1], offset))
+            self.consumer.resume([KafkaTP(*tp)])
+            self.metrics.recoveries.inc()
+            log.info("%s[%d] resumed at offset %d", tp[0], tp[1], state.next_offset)
         self.metrics.assigned.set(len(self.states))
-        log.info("%s[%d] resumed at offset %d", tp[0], tp[1], state.next_offset)
 
-    def _recover(self, keyed_topic: str, partition: int) -> PartitionState:
-        topic, partitions = self._checkpoint_topic(keyed_topic)
-        ckpt = read_checkpoint(self.scanner, topic, partitions, keyed_topic, partition)
+    def _recover(self, tps: list[TP]) -> dict[TP, PartitionState]:
+        """The states of keyed partitions taken over: their checkpoints (read together
+        per keyed topic), then the tails of the output partitions they write to (read
+        together, each from the lowest offset any of them needs)."""
+        checkpoints: dict[TP, Checkpoint | None] = {}
+        for keyed_topic in sorted({t for t, _ in tps}):
+            topic, partitions = self._checkpoint_topic(keyed_topic)
+            wanted = [p for t, p in tps if t == keyed_topic]
+            found = read_checkpoints(self.scanner, topic, partitions, keyed_topic, wanted)
+            checkpoints.update({(keyed_topic, p): c for p, c in found.items()})
+        starts: dict[tuple[TP, str], tuple[int, int]] = {}  # (tp, topic): partition, start
+        lows: dict[tuple[str, int], int] = {}
+        for tp in tps:
+            ckpt = checkpoints[tp]
+            for out_topic in sorted(self.catalog.output_topics(tp[0])):
+                try:
+                    out_partition = tp[1] % self._partition_count(out_topic)
+                except TopicError:
+                    continue  # never written
+                where = (out_topic, out_partition)
+                if where not in lows:
+                    lows[where], _ = self.scanner.get_watermark_offsets(
+                        KafkaTP(*where), timeout=10, cached=False
+                    )
+                bound = ckpt.output_bounds.get(out_topic, 0) if ckpt else 0
+                starts[(tp, out_topic)] = (out_partition, max(lows[where], bound))
+        ranges: dict[tuple[str, int], tuple[int, int | None]] = {}
+        for (_, out_topic), (out_partition, start) in starts.items():
+            where = (out_topic, out_partition)
+            ranges[where] = (min(start, ranges.get(where, (start, None))[0]), None)
+        # To each partition's end as the log shows it, not as ListOffsets says it is.
+        tails = scan_many(self.scanner, ranges, 60)
+        states: dict[TP, PartitionState] = {}
+        for tp in tps:
+            states[tp] = self._restored(tp, checkpoints[tp], starts, tails)
+        return states
+
+    def _restored(
+        self,
+        tp: TP,
+        ckpt: Checkpoint | None,
+        starts: dict[tuple[TP, str], tuple[int, int]],
+        tails: dict[tuple[str, int], Scan],
+    ) -> PartitionState:
+        keyed_topic, partition = tp
         published: dict[tuple[str, int], int] = {}
         ends: dict[str, int] = {}
-        for out_topic in sorted(self.catalog.output_topics(keyed_topic)):
-            try:
-                out_partition = partition % self._partition_count(out_topic)
-            except TopicError:
-                continue  # never written
-            tp = KafkaTP(out_topic, out_partition)
-            low, _ = self.scanner.get_watermark_offsets(tp, timeout=10, cached=False)
-            start = max(low, ckpt.output_bounds.get(out_topic, 0) if ckpt else 0)
-            # To the partition's end as the log shows it, not as ListOffsets says it is.
-            tail = scan(self.scanner, tp, start, None, 60)
+        for (owner, out_topic), (out_partition, start) in starts.items():
+            if owner != tp:
+                continue
+            tail = tails[(out_topic, out_partition)]
             ends[out_topic] = tail.end
-            for key, seq in published_seqs(tail.records, keyed_topic, partition).items():
+            # The tail may start lower, for another keyed partition writing there.
+            mine = [m for m in tail.records if m.offset() >= start]
+            for key, seq in published_seqs(mine, keyed_topic, partition).items():
                 published[key] = max(seq, published.get(key, -1))
         state = PartitionState.restore(self.catalog, keyed_topic, partition, ckpt, published)
         state.limit(*self.settings.partition_limits())

@@ -250,6 +250,10 @@ class Registry(RegistryHistory):
                 "group.id": "cerfleet-registry-reader",  # required by the client; never joined
                 "enable.auto.commit": "false",
                 "enable.partition.eof": "true",
+                # A broker answers one connection's requests in order: a ListOffsets
+                # (``catch_up``) waited behind the idle fetch's long poll, 200 ms a call
+                # on tansu with the default 500 ms wait.
+                "fetch.wait.max.ms": "50",
             }
         )
         self._consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])

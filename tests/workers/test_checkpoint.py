@@ -22,9 +22,10 @@ from cerfleet.workers.checkpoint import (
     _latest_complete,
     checkpoint_key,
     read_checkpoint,
-    scan,
+    read_checkpoints,
     write_checkpoint,
 )
+from cerfleet.workers.scans import scan, scan_many
 from tests.kafka_broker import KafkaBroker
 
 names = st.text(min_size=1, max_size=20)
@@ -288,5 +289,48 @@ def test_the_latest_checkpoint_is_found_whatever_listoffsets_answers(
         tail = scan(scanner, TopicPartition(topic, 0), 70, None, 30)
         assert [m.offset() for m in tail.records] == list(range(70, 80))
         assert tail.end == 80
+    finally:
+        scanner.close()
+
+
+@pytest.mark.parametrize("hint", [None, 0], ids=lambda h: f"end-{h}")
+def test_checkpoints_of_several_partitions_are_read_together(
+    kafka: KafkaBroker, topic_name: Callable[[str], str], hint: int | None
+) -> None:
+    """One read for all: a checkpoint at the end (partition 0), one behind many records of
+    another keyed topic (1: found by widening backwards), none at all (2)."""
+    topic = topic_name("ckpts")
+    kafka.create_topic(topic, 3)
+    producer = Producer({**kafka.client_config(), "linger.ms": "50"})
+    keyed = sample().keyed_topic
+    for n in range(20):
+        write_checkpoint(producer, topic, 3, Checkpoint(keyed, 0, n), None)
+    write_checkpoint(producer, topic, 3, Checkpoint(keyed, 1, 7), None)
+    for n in range(150):
+        write_checkpoint(producer, topic, 3, Checkpoint("other-keyed", 1, n), None)
+        write_checkpoint(producer, topic, 3, Checkpoint("other-keyed", 2, n), None)
+    assert producer.flush(30) == 0
+    scanner = LyingScanner(
+        {
+            **kafka.client_config(),
+            "group.id": "scan",
+            "enable.partition.eof": "true",
+            "enable.auto.commit": "false",
+        }
+    )
+    try:
+        scanner.high = hint
+        found = read_checkpoints(scanner, topic, 3, keyed, [0, 1, 2])
+        assert {p: c and c.next_offset for p, c in found.items()} == {0: 19, 1: 7, 2: None}
+        # Several ranges read together are the ranges read one by one.
+        ranges = {(topic, 0): (5, None), (topic, 1): (3, 40), (topic, 2): (150, 150)}
+        together = scan_many(scanner, ranges, 30)
+        for (t, p), (start, end) in ranges.items():
+            alone = scan(scanner, TopicPartition(t, p), start, end, 30)
+            got = together[(t, p)]
+            assert [m.offset() for m in got.records] == [m.offset() for m in alone.records]
+            assert got.end == alone.end
+        assert [m.offset() for m in together[(topic, 1)].records] == list(range(3, 40))
+        assert together[(topic, 0)].end == 20 and together[(topic, 2)].records == []
     finally:
         scanner.close()
