@@ -91,8 +91,13 @@ def clock_of(groups: Sequence[Group]) -> Clock | None:
 
 def _number(value: Any) -> float | None:
     """An attribute window's clock: a number (not a boolean), NaN being none."""
-    if type(value) is int or type(value) is float:
-        return float(value) if value == value else None
+    if type(value) is float:
+        return value if value == value else None
+    if type(value) is int:
+        try:
+            return float(value)
+        except OverflowError:  # beyond every float: no clock (the engine's verdict too)
+            return None
     return None
 
 

@@ -62,11 +62,16 @@ class ClockCheck:
             if clock({name: value}) is None:
                 self.unreadable += 1
                 if self.unreadable <= REPORTED:
+                    if type(value) is int:  # beyond every float
+                        what = f"an integer of {len(str(abs(value)))} digits, too large for"
+                        shown = f"{name!r} is {what} a clock"
+                    else:
+                        shown = f"{name!r} is {value!r}, not {self.what}"
                     reports.append(
                         (
                             lines[i],
-                            f"{name!r} is {value!r}, not {self.what}: the event has no "
-                            "clock for WITHIN (it takes part only inside complex events)",
+                            f"{shown}: the event has no clock for WITHIN (it takes part "
+                            "only inside complex events)",
                         )
                     )
             else:

@@ -10,6 +10,7 @@ time or attribute window (it may still sit in the middle of one).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -25,10 +26,16 @@ else:
 ClockFn = Callable[[Mapping[str, Any]], float | None]
 
 
+# An integer clock is subtracted from float bounds: one beyond every float cannot be.
+_FLOAT_MAX = sys.float_info.max
+
+
 def _numeric_attribute(name: str) -> ClockFn:
     def clock(event: Mapping[str, Any]) -> float | None:
         value = event.get(name)
         if isinstance(value, int | float) and not isinstance(value, bool):
+            if isinstance(value, int) and not -_FLOAT_MAX <= value <= _FLOAT_MAX:
+                return None  # no clock, as a value that is no number
             return value
         return None
 

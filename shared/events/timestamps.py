@@ -28,12 +28,16 @@ def parse_timestamp(value: object) -> float | None:
     * numeric strings (``"1714564800000"``, ``"12.5"``): milliseconds;
     * ISO-8601 strings: ``2024-05-01T12:00:00Z``, with a ``+02:00`` offset,
       fractional seconds, or date only; a value without an offset is UTC;
-    * anything else (None, bool, NaN/infinite, unparseable text): None.
+    * anything else (None, bool, NaN/infinite, an integer beyond every float,
+      unparseable text): None.
     """
     # Exact type checks first: they are the per-event fast path and they also
     # keep bool (an int subclass) out.
     if type(value) is int:
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # beyond any float: no time at all, as for infinity
+            return None
     if type(value) is float:
         return value if math.isfinite(value) else None
     if isinstance(value, str):
@@ -41,7 +45,10 @@ def parse_timestamp(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     # Subclasses of int/float (e.g. IntEnum, numpy-like scalars registered as such).
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
     return number if math.isfinite(number) else None
 
 

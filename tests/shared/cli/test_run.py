@@ -478,6 +478,33 @@ def test_a_clock_value_that_is_no_time_is_reported_and_counted(
     )
 
 
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+@pytest.mark.parametrize("window", ["WITHIN 5 SECONDS", "WITHIN 5 [timestamp]"])
+def test_a_clock_beyond_every_float_is_no_clock_and_kills_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], suffix: str, window: str
+) -> None:
+    query = write(tmp_path, "q.ceql", f"SELECT * FROM S WHERE A ; B ; C {window}")
+    rows = [("A", "1"), ("B", "1" + "0" * 400), ("C", "3"), ("C", "-" + "9" * 320)]
+    if suffix == ".csv":
+        content = "type,timestamp\n" + "".join(f"{t},{ts}\n" for t, ts in rows)
+    else:
+        content = "".join(f'{{"type":"{t}","timestamp":{ts}}}\n' for t, ts in rows)
+    events = write(tmp_path, "e" + suffix, content)
+    assert main(["run", query, events]) == 0
+    captured = capsys.readouterr()
+    # B has no clock but sits inside A ; B ; C; the last C, no clock, ends nothing.
+    assert [line["positions"] for line in output_lines(captured.out)] == [[0, 1, 2]]
+    err = captured.err.splitlines()
+    first = 3 if suffix == ".csv" else 2
+    assert err[0].endswith(
+        f":{first}: 'timestamp' is an integer of 401 digits, too large for a clock: the event "
+        "has no clock for WITHIN (it takes part only inside complex events)"
+    )
+    assert err[-1] == (
+        "4 events, 1 complex events, 0 malformed lines skipped, 2 events without a readable clock"
+    )
+
+
 def test_a_progress_line_on_a_terminal_only(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

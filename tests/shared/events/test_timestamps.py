@@ -75,6 +75,8 @@ def test_iso_milliseconds_are_exact() -> None:
         "12:00",
         float("nan"),
         float("inf"),
+        10**400,  # beyond every float
+        -(10**320),
         [1],
         {"ms": 1},
         b"123",
