@@ -32,7 +32,7 @@ from cerfleet.fleet.records import DEFAULT_LIMITS, Rejected, decode_event
 from cerfleet.workers.backfill.job_query import JobQuery
 from cerfleet.workers.backfill.schemas import ADDED, BAD, GOOD, PREPARED, UNKEYED
 
-__all__ = ["classify", "prepare"]
+__all__ = ["ascii_only", "classify", "prepare"]
 
 # An archive keeps tombstones; say so rather than "not a JSON object".
 _TOMBSTONE = Rejected("tombstone", "no value (a tombstone)")
@@ -67,6 +67,31 @@ def _unit(event: Any, attrs: tuple[str, ...] | None) -> str | None:
         return ""
     key = key_of(event, attrs)
     return None if key is None else key.decode()
+
+
+def _bytes_of(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A binary array's data bytes (those of its rows only) and each row's start in them,
+    its end last: numpy views of Arrow's buffers, no copy."""
+    n = len(values)
+    buffers = values.buffers()
+    wide = pa.types.is_large_binary(values.type) or pa.types.is_large_string(values.type)
+    if buffers[1] is None:  # no row
+        return np.empty(0, dtype=np.uint8), np.zeros(n + 1, dtype=np.int64)
+    offsets = np.frombuffer(buffers[1], dtype=np.int64 if wide else np.int32)
+    offsets = offsets[values.offset : values.offset + n + 1].astype(np.int64)
+    first = int(offsets[0])
+    if buffers[2] is None:
+        return np.empty(0, dtype=np.uint8), offsets - first
+    data = np.frombuffer(buffers[2], dtype=np.uint8)[first : int(offsets[-1])]
+    return data, offsets - first
+
+
+def ascii_only(values: pa.Array) -> bool:
+    """Whether every byte of ``values`` (binary) is ASCII, in one vector pass over Arrow's
+    data: the decoder then skips its own UTF-8 check, which joins and decodes the batch's
+    records again. Null slots may hold bytes too (a false "no" costs only that check)."""
+    data, _ = _bytes_of(values)
+    return not len(data) or int(data.max()) < 0x80
 
 
 def _suspects(values: pa.Array) -> np.ndarray:
@@ -128,8 +153,9 @@ def classify(job: JobQuery, value_col: pa.Array, stamps_col: pa.Array | None) ->
     slow = set(np.flatnonzero(suspect).tolist())
     if len(fast):
         # A take copies every value: only when some rows are left out.
-        values = (value_col if len(fast) == n else value_col.take(pa.array(fast))).to_pylist()
-        decoded = _decoder(job).decode(values, list(range(len(values))))
+        chosen = value_col if len(fast) == n else value_col.take(pa.array(fast))
+        values = chosen.to_pylist()
+        decoded = _decoder(job).decode(values, list(range(len(values))), ascii=ascii_only(chosen))
         kept = np.asarray(decoded.lines, dtype=np.int64)
         # Whatever the layer refused (or dropped: blank records) is judged one by one.
         refused = np.ones(len(fast), dtype=bool)
