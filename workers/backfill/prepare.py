@@ -114,10 +114,15 @@ def _plain_units(columns: list[np.ndarray]) -> np.ndarray | None:
             return None
         distinct, inverse = np.unique(c, return_inverse=True)
         written = np.array([orjson.dumps(v).decode() for v in distinct.tolist()], dtype=object)
-        parts.append(written[inverse])
-    joined = parts[0]
-    for p in parts[1:]:
-        joined = joined + "," + p
+        parts.append((written, inverse))
+    if len(parts) == 1:
+        # One key attribute: bracketed once per distinct value, not once per record.
+        written, inverse = parts[0]
+        out: np.ndarray = ("[" + written + "]")[inverse]
+        return out
+    joined = parts[0][0][parts[0][1]]
+    for written, inverse in parts[1:]:
+        joined = joined + "," + written[inverse]
     return "[" + joined + "]"
 
 

@@ -8,6 +8,7 @@ import json
 import math
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,7 +17,7 @@ from cerfleet.events.timestamps import parse_timestamp
 from cerfleet.fleet.keyed import key_of
 from cerfleet.fleet.records import Rejected, decode_event
 from cerfleet.workers.backfill.job_query import JobQuery
-from cerfleet.workers.backfill.prepare import ascii_only, prepare
+from cerfleet.workers.backfill.prepare import _plain_units, ascii_only, prepare
 from cerfleet.workers.backfill.schemas import ARCHIVE, BAD, GOOD, UNKEYED
 
 KEYED = JobQuery("q", "SELECT * FROM S WHERE A ; B PARTITION BY [k, j]", "type", "t")
@@ -127,3 +128,13 @@ def test_ascii_only_reads_the_rows_own_bytes(
     assert ascii_only(values) <= all(v.isascii() for v in kept)
     if not values.null_count:
         assert ascii_only(values) == all(v.isascii() for v in kept)
+
+
+@given(st.lists(st.one_of(st.integers(-(2**53) + 1, 2**53 - 1), st.text(max_size=4)), max_size=20))
+def test_one_attributes_units_are_written_as_key_of_writes_them(keys: list[int | str]) -> None:
+    column = np.array(keys) if keys else np.array([], dtype=np.int64)
+    units = _plain_units([column])
+    if units is None:  # a mixed column: not plain, judged by key_of itself
+        return
+    want = [key_of({"k": v}, ("k",)) for v in column.tolist()]
+    assert [u.encode() for u in units.tolist()] == want
