@@ -32,7 +32,7 @@ from cerfleet.fleet.records import DEFAULT_LIMITS, Rejected, decode_event
 from cerfleet.workers.backfill.job_query import JobQuery
 from cerfleet.workers.backfill.schemas import ADDED, BAD, GOOD, PREPARED, UNKEYED
 
-__all__ = ["classify", "prepare"]
+__all__ = ["ascii_only", "classify", "prepare"]
 
 # An archive keeps tombstones; say so rather than "not a JSON object".
 _TOMBSTONE = Rejected("tombstone", "no value (a tombstone)")
@@ -69,6 +69,31 @@ def _unit(event: Any, attrs: tuple[str, ...] | None) -> str | None:
     return None if key is None else key.decode()
 
 
+def _bytes_of(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A binary array's data bytes (those of its rows only) and each row's start in them,
+    its end last: numpy views of Arrow's buffers, no copy."""
+    n = len(values)
+    buffers = values.buffers()
+    wide = pa.types.is_large_binary(values.type) or pa.types.is_large_string(values.type)
+    if buffers[1] is None:  # no row
+        return np.empty(0, dtype=np.uint8), np.zeros(n + 1, dtype=np.int64)
+    offsets = np.frombuffer(buffers[1], dtype=np.int64 if wide else np.int32)
+    offsets = offsets[values.offset : values.offset + n + 1].astype(np.int64)
+    first = int(offsets[0])
+    if buffers[2] is None:
+        return np.empty(0, dtype=np.uint8), offsets - first
+    data = np.frombuffer(buffers[2], dtype=np.uint8)[first : int(offsets[-1])]
+    return data, offsets - first
+
+
+def ascii_only(values: pa.Array) -> bool:
+    """Whether every byte of ``values`` (binary) is ASCII, in one vector pass over Arrow's
+    data: the decoder then skips its own UTF-8 check, which joins and decodes the batch's
+    records again. Null slots may hold bytes too (a false "no" costs only that check)."""
+    data, _ = _bytes_of(values)
+    return not len(data) or int(data.max()) < 0x80
+
+
 def _suspects(values: pa.Array) -> np.ndarray:
     """Rows the fleet's record limits may refuse, or tombstones: judged one by one."""
     limits = DEFAULT_LIMITS
@@ -89,10 +114,15 @@ def _plain_units(columns: list[np.ndarray]) -> np.ndarray | None:
             return None
         distinct, inverse = np.unique(c, return_inverse=True)
         written = np.array([orjson.dumps(v).decode() for v in distinct.tolist()], dtype=object)
-        parts.append(written[inverse])
-    joined = parts[0]
-    for p in parts[1:]:
-        joined = joined + "," + p
+        parts.append((written, inverse))
+    if len(parts) == 1:
+        # One key attribute: bracketed once per distinct value, not once per record.
+        written, inverse = parts[0]
+        out: np.ndarray = ("[" + written + "]")[inverse]
+        return out
+    joined = parts[0][0][parts[0][1]]
+    for written, inverse in parts[1:]:
+        joined = joined + "," + written[inverse]
     return "[" + joined + "]"
 
 
@@ -128,8 +158,9 @@ def classify(job: JobQuery, value_col: pa.Array, stamps_col: pa.Array | None) ->
     slow = set(np.flatnonzero(suspect).tolist())
     if len(fast):
         # A take copies every value: only when some rows are left out.
-        values = (value_col if len(fast) == n else value_col.take(pa.array(fast))).to_pylist()
-        decoded = _decoder(job).decode(values, list(range(len(values))))
+        chosen = value_col if len(fast) == n else value_col.take(pa.array(fast))
+        values = chosen.to_pylist()
+        decoded = _decoder(job).decode(values, list(range(len(values))), ascii=ascii_only(chosen))
         kept = np.asarray(decoded.lines, dtype=np.int64)
         # Whatever the layer refused (or dropped: blank records) is judged one by one.
         refused = np.ones(len(fast), dtype=bool)

@@ -29,6 +29,7 @@ from cerfleet.events.columns import columns_of
 from cerfleet.events.raw_event import RawEvent
 from cerfleet.query import Evaluator
 from cerfleet.workers.backfill.job_query import JobQuery
+from cerfleet.workers.backfill.prepare import ascii_only
 from cerfleet.workers.backfill.schemas import BAD, BAD_RECORD, GOOD, MATCH, RESULT, STATS, UNKEYED
 from cerfleet.workers.outputs import output_key, record_value
 from cerfleet.workers.row_outputs import RowOutputs
@@ -160,7 +161,9 @@ class UnitRunner:
         topic_ids = topics.indices.to_numpy(zero_copy_only=False)
         partitions = batch.column("partition").to_numpy()
         offsets = batch.column("offset").to_numpy()
-        values = batch.column("value").to_pylist()
+        value_col = batch.column("value")
+        values = value_col.to_pylist()
+        ascii = ascii_only(value_col)
         overlap = batch.column("overlap").to_numpy(zero_copy_only=False) if sliced else None
         bounds = _runs(units)
         for start, k in pairwise(bounds):
@@ -168,7 +171,8 @@ class UnitRunner:
             self._coords.extend(names, topic_ids[start:k], partitions[start:k], offsets[start:k])
             # Decoded run by run: a slice of a decoded batch's events would make
             # every event of the run a Python object.
-            self._evaluate(*self._columns(values if k - start == n else values[start:k]), out)
+            run = values if k - start == n else values[start:k]
+            self._evaluate(*self._columns(run, ascii), out)
             if overlap is not None:
                 self.events += int((~overlap[start:k]).sum())
             else:
@@ -203,13 +207,14 @@ class UnitRunner:
         self._coords = _Coordinates(self._next)
 
     def _columns(
-        self, values: list[bytes]
+        self, values: list[bytes], ascii: bool
     ) -> tuple[dict[str, np.ndarray], Sequence[Mapping[str, Any]]]:
         """The batch through the columnar ingestion layer: only the attributes the query
         reads are decoded, and events keep their bytes. The first pass judged every
         record already, so the decoder refuses none, but a record it judges more
-        strictly than the fleet (an empty type): then the batch goes as decoded dicts."""
-        batch = self.query.json_decoder.decode(values)
+        strictly than the fleet (an empty type): then the batch goes as decoded dicts.
+        ``ascii``: every record is ASCII (``ascii_only``), none needs a UTF-8 check."""
+        batch = self.query.json_decoder.decode(values, ascii=ascii)
         if not batch.problems and len(batch) == len(values):
             return batch.columns, batch.events
         events = [orjson.loads(v) for v in values]

@@ -8,6 +8,7 @@ import json
 import math
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,7 +17,7 @@ from cerfleet.events.timestamps import parse_timestamp
 from cerfleet.fleet.keyed import key_of
 from cerfleet.fleet.records import Rejected, decode_event
 from cerfleet.workers.backfill.job_query import JobQuery
-from cerfleet.workers.backfill.prepare import prepare
+from cerfleet.workers.backfill.prepare import _plain_units, ascii_only, prepare
 from cerfleet.workers.backfill.schemas import ARCHIVE, BAD, GOOD, UNKEYED
 
 KEYED = JobQuery("q", "SELECT * FROM S WHERE A ; B PARTITION BY [k, j]", "type", "t")
@@ -110,3 +111,30 @@ def test_each_record_gets_the_fleets_verdict_unit_and_time(
         else:
             assert row["error"] is None
             assert row["t"] == t or (row["t"] is None and t is None) or math.isclose(row["t"], t)
+
+
+@given(
+    st.lists(st.one_of(st.none(), st.binary(max_size=12), st.text(max_size=6).map(str.encode))),
+    st.integers(0, 5),
+    st.booleans(),
+)
+def test_ascii_only_reads_the_rows_own_bytes(
+    records: list[bytes | None], cut: int, large: bool
+) -> None:
+    # Views of Arrow's buffers must see a slice's own rows only, in either offset width.
+    values = pa.array(records, pa.large_binary() if large else pa.binary()).slice(cut)
+    kept = [v for v in values.to_pylist() if v is not None]
+    # Never "ASCII" when a record is not; a null slot's bytes may only make it say no.
+    assert ascii_only(values) <= all(v.isascii() for v in kept)
+    if not values.null_count:
+        assert ascii_only(values) == all(v.isascii() for v in kept)
+
+
+@given(st.lists(st.one_of(st.integers(-(2**53) + 1, 2**53 - 1), st.text(max_size=4)), max_size=20))
+def test_one_attributes_units_are_written_as_key_of_writes_them(keys: list[int | str]) -> None:
+    column = np.array(keys) if keys else np.array([], dtype=np.int64)
+    units = _plain_units([column])
+    if units is None:  # a mixed column: not plain, judged by key_of itself
+        return
+    want = [key_of({"k": v}, ("k",)) for v in column.tolist()]
+    assert [u.encode() for u in units.tolist()] == want
