@@ -260,6 +260,19 @@ class LyingScanner(Consumer):
         return low, high if self.high is None else self.high
 
 
+def _lying_scanner(kafka: KafkaBroker, hint: int | None) -> LyingScanner:
+    scanner = LyingScanner(
+        {
+            **kafka.client_config(),
+            "group.id": "scan",
+            "enable.partition.eof": "true",
+            "enable.auto.commit": "false",
+        }
+    )
+    scanner.high = hint
+    return scanner
+
+
 @pytest.mark.parametrize("hint", [None, 0, 1, 5], ids=lambda h: f"end-{h}")
 def test_the_latest_checkpoint_is_found_whatever_listoffsets_answers(
     kafka: KafkaBroker, topic_name: Callable[[str], str], hint: int | None
@@ -274,16 +287,8 @@ def test_the_latest_checkpoint_is_found_whatever_listoffsets_answers(
         write_checkpoint(producer, topic, 1, ckpt, None)
         write_checkpoint(producer, topic, 1, other, None)
     assert producer.flush(30) == 0
-    scanner = LyingScanner(
-        {
-            **kafka.client_config(),
-            "group.id": "scan",
-            "enable.partition.eof": "true",
-            "enable.auto.commit": "false",
-        }
-    )
+    scanner = _lying_scanner(kafka, hint)
     try:
-        scanner.high = hint
         ckpt = read_checkpoint(scanner, topic, 1, sample().keyed_topic, sample().partition)
         assert ckpt is not None and ckpt.next_offset == 39
         tail = scan(scanner, TopicPartition(topic, 0), 70, None, 30)
@@ -310,16 +315,8 @@ def test_checkpoints_of_several_partitions_are_read_together(
         write_checkpoint(producer, topic, 3, Checkpoint("other-keyed", 1, n), None)
         write_checkpoint(producer, topic, 3, Checkpoint("other-keyed", 2, n), None)
     assert producer.flush(30) == 0
-    scanner = LyingScanner(
-        {
-            **kafka.client_config(),
-            "group.id": "scan",
-            "enable.partition.eof": "true",
-            "enable.auto.commit": "false",
-        }
-    )
+    scanner = _lying_scanner(kafka, hint)
     try:
-        scanner.high = hint
         found = read_checkpoints(scanner, topic, 3, keyed, [0, 1, 2])
         assert {p: c and c.next_offset for p, c in found.items()} == {0: 19, 1: 7, 2: None}
         # Several ranges read together are the ranges read one by one.

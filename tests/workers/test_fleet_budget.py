@@ -91,10 +91,17 @@ def test_a_slow_query_is_suspended_durably_and_its_neighbour_goes_on(
     _submit(fleet, "slow", SLOW, source, slow_out)
     _submit(fleet, "normal", NORMAL, source, normal_out)
     coordinator = fleet.coordinator()
-    worker = fleet.worker(*args)
     slow, normal = fleet.reader(slow_out), fleet.reader(normal_out)
     events = _events(3000)
     fleet.produce(source, [orjson.dumps(e) for e in events])
+    # The worker starts once every record is routed, so its first batches are large: a
+    # worker already waiting would take them as the coordinator routes them, possibly in
+    # batches too small to go over the budget.
+    deadline = time.monotonic() + 60
+    while coordinator.metric("cerfleet_coordinator_routed_total") < len(events):
+        assert time.monotonic() < deadline, coordinator.tail()
+        time.sleep(0.2)
+    worker = fleet.worker(*args)
 
     version, stop, reason = _suspension(worker)
     assert 0 < stop <= len(events) and "over the budget of 0.25 s" in reason
