@@ -10,7 +10,6 @@ time or attribute window (it may still sit in the middle of one).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -26,15 +25,16 @@ else:
 ClockFn = Callable[[Mapping[str, Any]], float | None]
 
 
-# An integer clock is subtracted from float bounds: one beyond every float cannot be.
-_FLOAT_MAX = sys.float_info.max
+# An integer clock is subtracted from float bounds: one that no float can hold (float()
+# overflows from this magnitude on) cannot be.
+_TOO_LARGE = 2**1024 - 2**970
 
 
 def _numeric_attribute(name: str) -> ClockFn:
     def clock(event: Mapping[str, Any]) -> float | None:
         value = event.get(name)
         if isinstance(value, int | float) and not isinstance(value, bool):
-            if isinstance(value, int) and not -_FLOAT_MAX <= value <= _FLOAT_MAX:
+            if isinstance(value, int) and not -_TOO_LARGE < value < _TOO_LARGE:
                 return None  # no clock, as a value that is no number
             return value
         return None

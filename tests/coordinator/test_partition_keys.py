@@ -76,6 +76,9 @@ raw_values = st.one_of(
             b'{"type": "A", "x": 1e400}',
             b'{"type": "A", "x": 1' + b"0" * 400 + b"}",  # beyond every float: no clock
             b'{"type": "A", "x": -' + b"9" * 320 + b"}",
+            # The least integers float() cannot hold, and the greatest it can.
+            b'{"type": "A", "x": %d}' % (2**1024 - 2**970),
+            b'{"type": "A", "x": %d}' % (2**1024 - 2**970 - 1),
             b'{"type": "A", "x": "1e400 and 123456789012345678901234"}',
             b'{"type": "A", "name": "n", "x": [[[[[[[1]]]]]]]}',
             b'{"type": "A", "name": "' + b"y" * 500 + b'"}',
