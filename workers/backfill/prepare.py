@@ -69,28 +69,19 @@ def _unit(event: Any, attrs: tuple[str, ...] | None) -> str | None:
     return None if key is None else key.decode()
 
 
-def _bytes_of(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """A binary array's data bytes (those of its rows only) and each row's start in them,
-    its end last: numpy views of Arrow's buffers, no copy."""
-    n = len(values)
-    buffers = values.buffers()
-    wide = pa.types.is_large_binary(values.type) or pa.types.is_large_string(values.type)
-    if buffers[1] is None:  # no row
-        return np.empty(0, dtype=np.uint8), np.zeros(n + 1, dtype=np.int64)
-    offsets = np.frombuffer(buffers[1], dtype=np.int64 if wide else np.int32)
-    offsets = offsets[values.offset : values.offset + n + 1].astype(np.int64)
-    first = int(offsets[0])
-    if buffers[2] is None:
-        return np.empty(0, dtype=np.uint8), offsets - first
-    data = np.frombuffer(buffers[2], dtype=np.uint8)[first : int(offsets[-1])]
-    return data, offsets - first
-
-
 def ascii_only(values: pa.Array) -> bool:
-    """Whether every byte of ``values`` (binary) is ASCII, in one vector pass over Arrow's
-    data: the decoder then skips its own UTF-8 check, which joins and decodes the batch's
-    records again. Null slots may hold bytes too (a false "no" costs only that check)."""
-    data, _ = _bytes_of(values)
+    """Whether every byte of ``values`` (binary) is ASCII, in one vector pass over a numpy
+    view of Arrow's data buffer (its rows' bytes only, no copy): the decoder then skips
+    its own UTF-8 check, which joins and decodes the batch's records again. Null slots
+    may hold bytes too (a false "no" costs only that check)."""
+    n = len(values)
+    _, offset_buffer, data_buffer = values.buffers()
+    if not n or offset_buffer is None or data_buffer is None:
+        return True
+    wide = pa.types.is_large_binary(values.type) or pa.types.is_large_string(values.type)
+    offsets = np.frombuffer(offset_buffer, dtype=np.int64 if wide else np.int32)
+    first, last = int(offsets[values.offset]), int(offsets[values.offset + n])
+    data = np.frombuffer(data_buffer, dtype=np.uint8)[first:last]
     return not len(data) or int(data.max()) < 0x80
 
 
