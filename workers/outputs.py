@@ -35,6 +35,7 @@ up to it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any, cast
 
 import orjson
@@ -60,45 +61,45 @@ __all__ = [
 MAX_OUTPUT_BYTES = 900_000
 
 
+# The record's fields in ``record_value``'s order; the events are spliced in as bytes.
+_RECORD = (
+    b'{"query":%b,"key":%b,"start":%d,"end":%d,"positions":%b,"keyed":%b,'
+    b'"events":[%b],"sources":[%b]%b}'
+)
+
+
+@lru_cache(maxsize=4096)
+def _fixed_fields(query: str, keyed_topic: str, partition: int) -> tuple[bytes, bytes]:
+    """The JSON of the fields every output of one query from one keyed partition shares."""
+    return orjson.dumps(query), orjson.dumps({"topic": keyed_topic, "partition": partition})
+
+
 def output_value(
     query: str, keyed_topic: str, partition: int, ce: ComplexEvent, truncated: bool = False
 ) -> bytes:
     """The output record of ``ce``, read from a keyed partition: each event's source
     comes from its ``SOURCE_FIELD``. Events that kept their bytes (``KeyedEvent``) are
-    written as those bytes, never decoded or re-encoded."""
-    events = ce.events
-    if set(map(type, events)) == {KeyedEvent}:
-        keyed_events = cast("Sequence[KeyedEvent]", events)
-        raws = [e.raw for e in keyed_events]
-        sources_json = b"[%b]" % b",".join([e.source_json() for e in keyed_events])
-    else:  # some restored from a checkpoint: plain mappings
-        raws = []
-        sources = []
-        for event in events:
-            if type(event) is KeyedEvent:
-                src = event.source
-                raws.append(event.raw)
-            else:
-                src = event.get(SOURCE_FIELD)
-                raws.append(orjson.dumps(strip_source(event)))
-            sources.append(
-                None if src is None else {"topic": src[0], "partition": src[1], "offset": src[2]}
-            )
-        sources_json = orjson.dumps(sources)
-    keyed = {"topic": keyed_topic, "partition": partition}
-    doc: dict[str, Any] = {
-        "query": query,
-        "key": None if ce.key is None else list(ce.key),
-        "start": ce.start,
-        "end": ce.end,
-        "positions": list(ce.positions),
-        "keyed": keyed,
-    }
-    # The document's fields in ``record_value``'s order, the events spliced in as bytes.
-    value = b'%b,"events":[%b],"sources":%b%b}' % (
-        orjson.dumps(doc)[:-1],
-        b",".join(raws),
-        sources_json,
+    written as those bytes, never decoded or re-encoded. The record is formatted in one
+    step: a Kleene burst makes thousands of them from one event, and a document built
+    and serialised per complex event was most of the cost of publishing them."""
+    query_json, keyed_json = _fixed_fields(query, keyed_topic, partition)
+    keyed_events = cast("Sequence[KeyedEvent]", ce.events)
+    try:
+        raws = b",".join([e.raw for e in keyed_events])
+        sources = b",".join([e.source_json() for e in keyed_events])
+    except AttributeError:  # some restored from a checkpoint: plain mappings
+        raws, sources = _restored(ce.events)
+    # ``start``, ``end`` and ``positions`` are ints (keyed offsets): %d writes them as
+    # orjson does.
+    value = _RECORD % (
+        query_json,
+        b"null" if ce.key is None else orjson.dumps(ce.key),
+        ce.start,
+        ce.end,
+        orjson.dumps(ce.positions),
+        keyed_json,
+        raws,
+        sources,
         b',"truncated":true' if truncated else b"",
     )
     if len(value) <= MAX_OUTPUT_BYTES:
@@ -106,12 +107,30 @@ def output_value(
     # Rare: shrunk as ``record_value`` does.
     return record_value(
         query,
-        keyed,
+        {"topic": keyed_topic, "partition": partition},
         ce,
-        [strip_source(loads(raw)) for raw in raws],
-        loads(sources_json),
+        [strip_source(e) for e in loads(b"[%b]" % raws)],
+        loads(b"[%b]" % sources),
         truncated,
     )
+
+
+def _restored(events: Sequence[Mapping[str, Any]]) -> tuple[bytes, bytes]:
+    """The events and sources, joined, of a complex event some of whose events were
+    restored from a checkpoint (plain mappings, their source in ``SOURCE_FIELD``)."""
+    raws = []
+    sources = []
+    for event in events:
+        if type(event) is KeyedEvent:
+            src = event.source
+            raws.append(event.raw)
+        else:
+            src = event.get(SOURCE_FIELD)
+            raws.append(orjson.dumps(strip_source(event)))
+        sources.append(
+            None if src is None else {"topic": src[0], "partition": src[1], "offset": src[2]}
+        )
+    return b",".join(raws), orjson.dumps(sources)[1:-1]
 
 
 def record_value(
@@ -150,7 +169,7 @@ def record_value(
 
 
 def output_key(ce: ComplexEvent) -> bytes | None:
-    return None if ce.key is None else orjson.dumps(list(ce.key))
+    return None if ce.key is None else orjson.dumps(ce.key)
 
 
 def origin(keyed_topic: str, partition: int, query: str, version: int, seq: int) -> bytes:

@@ -311,23 +311,25 @@ class Worker(Ownership):
         tp = (state.keyed_topic, state.partition)
         producer = self._producer_of(tp)
         per_query: dict[str, int] = {}
-        delivered: dict[str, Callable[[KafkaError | None, Message], None]] = {}
+        # Per output topic: the delivery callback, and the one partition all of this
+        # keyed partition's outputs go to.
+        targets: dict[str, tuple[Callable[[KafkaError | None, Message], None], int]] = {}
+        produce = producer.produce
         for out in outputs:
             spec = out.run.entry.spec
             topic = spec.output_topic
-            on_delivery = delivered.get(topic)
-            if on_delivery is None:
-                on_delivery = delivered[topic] = partial(self._on_output, tp, topic)
+            target = targets.get(topic)
+            if target is None:
+                partition = state.partition % self._partition_count(topic)
+                target = targets[topic] = (partial(self._on_output, tp, topic), partition)
             value, headers = output_record(tp, out)
-            self._produce(
-                producer,
-                topic,
-                value,
-                output_key(out.ce),
-                headers,
-                state.partition % self._partition_count(topic),
-                on_delivery,
-            )
+            key = output_key(out.ce)
+            try:
+                produce(
+                    topic, value, key, headers=headers, partition=target[1], on_delivery=target[0]
+                )
+            except BufferError:  # the local queue is full: the retrying path
+                self._produce(producer, topic, value, key, headers, target[1], target[0])
             per_query[spec.name] = per_query.get(spec.name, 0) + 1
         latency = time.monotonic() - received
         for name, count in per_query.items():

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 from hypothesis import given, settings
@@ -20,6 +22,7 @@ from cerfleet.workers.outputs import (
     output_value,
     parse_origin,
     published_seqs,
+    record_value,
     strip_source,
 )
 
@@ -75,15 +78,75 @@ def test_output_value_without_key_or_sources() -> None:
     assert output_key(ce) is None
 
 
+topic_names = st.from_regex(r"\A[A-Za-z0-9._-]{1,249}\Z")
+query_names = st.from_regex(NAME_PATTERN.replace("^", r"\A").replace("$", r"\Z"))
+counts = st.integers(0, 2**62)
+json_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**63), 2**63 - 1),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=6),
+)
+sources = st.none() | st.tuples(st.text(min_size=1, max_size=5), st.integers(0, 9), counts)
+Drawn = tuple[ComplexEvent, list[dict[str, Any]], list[dict[str, Any] | None], bool]
+
+
+@st.composite
+def complex_events(draw: st.DrawFn) -> Drawn:
+    """A complex event over keyed events (their bytes kept) and, sometimes, events restored
+    from a checkpoint (plain mappings, their source inside); with the events as published
+    and their sources, for ``record_value``, and whether every kept byte string is as
+    orjson writes it."""
+    events: list[Mapping[str, Any]] = []
+    published: list[dict[str, Any]] = []
+    srcs: list[dict[str, Any] | None] = []
+    canonical = True
+    for _ in range(draw(st.integers(1, 5))):
+        doc: dict[str, Any] = draw(st.dictionaries(st.text(max_size=4), json_scalars, max_size=4))
+        doc["type"] = draw(st.sampled_from(["A", "B"]))
+        src = draw(sources)
+        if draw(st.integers(0, 4)) == 0:
+            events.append({**doc, SOURCE_FIELD: None if src is None else list(src)})
+        else:
+            raw = orjson.dumps(doc)
+            if draw(st.booleans()):  # as a producer may have written it
+                raw, canonical = b"{ " + raw[1:], False
+            events.append(KeyedEvent(RawEvent(raw, {}), src))
+        published.append(doc)
+        srcs.append(
+            None if src is None else dict(zip(("topic", "partition", "offset"), src, strict=True))
+        )
+    n = len(events)
+    positions = tuple(sorted(draw(st.sets(counts, min_size=n, max_size=n))))
+    key = draw(st.none() | st.lists(json_scalars, min_size=1, max_size=2).map(tuple))
+    start = draw(st.integers(0, positions[0]))
+    ce = ComplexEvent(start, positions[-1], positions, key, tuple(events))
+    return ce, published, srcs, canonical
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(complex_events(), query_names, st.integers(0, 10_000), st.booleans())
+def test_output_value_formats_record_values_document(
+    drawn: Drawn, query: str, partition: int, truncated: bool
+) -> None:
+    # The record is formatted in one step with the events spliced in as their bytes; it
+    # holds the document ``record_value`` serialises, field for field and in its order,
+    # byte for byte when the kept bytes are as orjson writes them.
+    ce, published, srcs, canonical = drawn
+    keyed = {"topic": KEYED, "partition": partition}
+    value = output_value(query, KEYED, partition, ce, truncated)
+    expected = record_value(query, keyed, ce, published, srcs, truncated)
+    assert orjson.loads(value) == orjson.loads(expected)
+    assert list(orjson.loads(value)) == list(orjson.loads(expected))
+    assert (value == expected) or not canonical
+    assert output_key(ce) == (None if ce.key is None else orjson.dumps(list(ce.key)))
+
+
 def test_strip_source() -> None:
     event = {"a": 1, SOURCE_FIELD: ["t", 0, 1]}
     assert strip_source(event) == {"a": 1}
     assert event == {"a": 1, SOURCE_FIELD: ["t", 0, 1]}
-
-
-topic_names = st.from_regex(r"\A[A-Za-z0-9._-]{1,249}\Z")
-query_names = st.from_regex(NAME_PATTERN.replace("^", r"\A").replace("$", r"\Z"))
-counts = st.integers(0, 2**62)
 
 
 @settings(max_examples=100, deadline=None, database=None)
