@@ -1,7 +1,7 @@
 """Throughput and latency of the fleet: a coordinator and worker processes over Kafka.
 
 Run ``python -m benchmarks.fleet [--events N] [--workers W] [--rate R] [--runs K]
-[--query partitioned|global|both] [--latency-seconds S] [--out DIR]``.
+[--query partitioned|global|balanced|both] [--latency-seconds S] [--out DIR]``.
 
 The broker is librdkafka's mock cluster (:class:`cerfleet.fleet.local_broker.LocalBroker`)
 hosted in this process, in memory; the coordinator and the workers are separate
@@ -22,6 +22,11 @@ to the last (the last change of that counter or of
 Interpreter start, group join and partition recovery are not in that window
 (they are reported separately as "start"). The complex events published are
 counted and compared with the embedded engine's answer over the same events.
+Queries: ``partitioned`` is PARTITION BY [name] (one ticker holds 53% of the events: a
+skewed load), ``global`` has no PARTITION BY (one keyed partition), ``balanced`` is the
+``partitioned`` pattern by ``desk``, a field added to the same events so that each keyed
+partition gets the same share (``balanced_desks``): the workload for scale-out with
+``--workers``. ``both`` runs the first two.
 
 **Latency**: with the coordinator and one worker running and idle (partitions
 assigned, warmed up), a producer thread publishes events at ``--rate`` for
@@ -112,7 +117,16 @@ PARTITION BY [name] WITHIN 60000 [stock_time] CONSUME BY PARTITION"""
 GLOBAL = """SELECT * FROM S WHERE SELL as a ; BUY as b ; SELL as c
 FILTER a[name = 'INTC'] AND b[name = 'MSFT'] AND c[name = 'INTC']
 WITHIN 3000 [stock_time]"""
-QUERIES = {"partitioned": PARTITIONED, "global": GLOBAL}
+# PARTITION BY [desk]: the stock events spread evenly over desks chosen so that every
+# keyed partition gets the same share (``balanced_desks``): scale-out measured without
+# the one ticker that holds 53% of the stock stream.
+BALANCED = """SELECT * FROM S WHERE SELL as s ; BUY+ as b ; SELL as c
+FILTER s[volume >= 2000] AND b[volume >= 2000] AND c[volume >= 2000]
+PARTITION BY [desk] WITHIN 60000 [stock_time] CONSUME BY PARTITION"""
+QUERIES = {"partitioned": PARTITIONED, "global": GLOBAL}  # ``--query both``
+# Every query ``--query`` names: the stock events' two, and the one that adds a field.
+CHOICES = {**QUERIES, "balanced": BALANCED}
+DESKS_PER_PARTITION = 2
 TIME_FIELD = "stock_time"
 KEY_FIELD = "name"  # input record key: one ticker stays in one input partition
 
@@ -660,6 +674,49 @@ class ThroughputRun:
         return self.worker_rate / self.workers
 
 
+def murmur2(data: bytes) -> int:
+    """Kafka's murmur2 hash of a record key (the default partitioner of the Java
+    clients, and librdkafka's ``murmur2_random``, which the coordinator uses)."""
+    m, mask = 0x5BD1E995, 0xFFFFFFFF
+    h = (0x9747B28C ^ len(data)) & mask
+    tail = len(data) & ~3
+    for i in range(0, tail, 4):
+        k = (int.from_bytes(data[i : i + 4], "little") * m) & mask
+        k = ((k ^ (k >> 24)) * m) & mask
+        h = ((h * m) & mask) ^ k
+    rest = len(data) & 3
+    if rest == 3:
+        h ^= data[tail + 2] << 16
+    if rest >= 2:
+        h ^= data[tail + 1] << 8
+    if rest:
+        h = ((h ^ data[tail]) * m) & mask
+    h = ((h ^ (h >> 13)) * m) & mask
+    return h ^ (h >> 15)
+
+
+def balanced_desks(keyed_partitions: int) -> list[int]:
+    """Desk numbers, ``DESKS_PER_PARTITION`` of them on each keyed partition (the record
+    key of desk d is ``[d]``, as ``cerfleet.fleet.keyed.key_of`` writes it)."""
+    chosen: dict[int, list[int]] = {p: [] for p in range(keyed_partitions)}
+    desk = 0
+    while any(len(d) < DESKS_PER_PARTITION for d in chosen.values()):
+        p = (murmur2(b"[%d]" % desk) & 0x7FFFFFFF) % keyed_partitions
+        if len(chosen[p]) < DESKS_PER_PARTITION:
+            chosen[p].append(desk)
+        desk += 1
+    return sorted(d for ds in chosen.values() for d in ds)
+
+
+def with_desks(events: list[dict[str, Any]], keyed_partitions: int) -> list[dict[str, Any]]:
+    """``events``, each with a desk: a multiplicative hash of its index picks one of the
+    balanced desks, so each has an equal share spread over the whole stream."""
+    desks = balanced_desks(keyed_partitions)
+    return [
+        {**e, "desk": desks[(i * 2654435761) % 2**32 % len(desks)]} for i, e in enumerate(events)
+    ]
+
+
 def embedded_evaluator(query: str) -> Any:
     """The embedded engine's evaluator of ``query``, bounded as a worker's is: a worker
     publishes at most ``max_outputs_per_event`` complex events of one event (the 400k-event
@@ -890,6 +947,8 @@ def run_latency(
     """Coordinator and one worker idle and warmed up, then ``rate`` events/s for ``seconds``."""
     n = max(1, int(rate * seconds))
     events = to_dicts(stock(warmup + n, seed=seed))
+    if query == BALANCED:
+        events = with_desks(events, keyed_partitions)
     lines = [dumps_kept(e) for e in events]  # not 4 KiB each: orjson keeps its buffer
     keys = [str(e[KEY_FIELD]).encode() for e in events]
     partitions = input_partitions(query, warmup + n)
@@ -1278,7 +1337,7 @@ def main(argv: list[str] | None = None) -> int:
         "--runs", type=int, default=3, help="throughput runs per query (0: skip throughput)"
     )
     parser.add_argument(
-        "--query", choices=[*QUERIES, "both"], default="both", help="which query (default both)"
+        "--query", choices=[*CHOICES, "both"], default="both", help="which query (default both)"
     )
     parser.add_argument(
         "--latency-seconds", type=float, default=10.0, help="latency: seconds (0: skip)"
@@ -1323,14 +1382,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         summaries: list[Summary] = []
         if args.runs:
-            events = to_dicts(stock(args.events, seed=args.seed))
-            lines = [dumps_kept(e) for e in events]  # not 4 KiB each: orjson keeps its buffer
+            stocks = to_dicts(stock(args.events, seed=args.seed))
             for name in names:
-                expected = embedded_count(QUERIES[name], events)
+                events = stocks
+                if name == "balanced":
+                    events = with_desks(stocks, args.keyed_partitions)
+                # Not 4 KiB each: orjson keeps its buffer.
+                lines = [dumps_kept(e) for e in events]
+                expected = embedded_count(CHOICES[name], events)
                 runs = []
                 for i in range(args.runs):
                     run = run_throughput(
-                        QUERIES[name],
+                        CHOICES[name],
                         events,
                         logs / f"throughput-{name}-{i + 1}",
                         workers=args.workers,
@@ -1355,7 +1418,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.latency_seconds > 0:
             for name, rate in ((n, r) for n in names for r in args.rate):
                 lat = run_latency(
-                    QUERIES[name],
+                    CHOICES[name],
                     rate,
                     args.latency_seconds,
                     logs / f"latency-{name}-{rate:.0f}",

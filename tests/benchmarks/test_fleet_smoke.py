@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from pathlib import Path
 
 import pytest
+from confluent_kafka import KafkaError, Message, Producer
 
 from benchmarks import fleet
 from benchmarks.datasets import stock, to_dicts
+from cerfleet.fleet.local_broker import LocalBroker
 from cerfleet.query import compile_query
 
 
-@pytest.mark.parametrize("name", list(fleet.QUERIES))
+@pytest.mark.parametrize("name", list(fleet.CHOICES))
 def test_throughput_run_gives_the_embedded_answer(name: str, tmp_path: Path) -> None:
-    query = fleet.QUERIES[name]
+    query = fleet.CHOICES[name]
     events = to_dicts(stock(3_000, seed=7))
+    if name == "balanced":
+        events = fleet.with_desks(events, fleet.KEYED_PARTITIONS)
     want = len(compile_query(query, time_field="stock_time").evaluator().process_batch(events))
     assert want > 0
 
@@ -28,6 +33,37 @@ def test_throughput_run_gives_the_embedded_answer(name: str, tmp_path: Path) -> 
     # The services serve process_cpu_seconds_total: CPU per event of each process.
     assert run.route_cpu_us is not None and run.route_cpu_us > 0
     assert run.worker_cpu_us is not None and run.worker_cpu_us > 0
+
+
+def test_balanced_desks_share_the_keyed_partitions_as_the_coordinator_routes() -> None:
+    # The record key of each desk, partitioned by librdkafka's murmur2_random (the
+    # coordinator's partitioner) on the mock cluster: the benchmark's own murmur2 must
+    # agree with it, so that every keyed partition gets the same desks.
+    broker = LocalBroker()
+    try:
+        broker.create_topic("desks", 8)
+        producer = Producer(
+            {"bootstrap.servers": broker.bootstrap_servers, "partitioner": "murmur2_random"}
+        )
+        partition_of: dict[bytes, int] = {}
+
+        def delivered(err: KafkaError | None, msg: Message) -> None:
+            assert err is None
+            partition_of[msg.key()] = msg.partition()
+
+        keys = [b"[%d]" % d for d in range(300)] + [bytes(range(n)) for n in range(1, 12)]
+        for key in keys:
+            producer.produce("desks", b"", key, on_delivery=delivered)
+        assert producer.flush(10) == 0
+    finally:
+        broker.close()
+    assert partition_of == {k: (fleet.murmur2(k) & 0x7FFFFFFF) % 8 for k in keys}
+    desks = fleet.balanced_desks(8)
+    shares = Counter(partition_of[b"[%d]" % d] for d in desks)
+    assert shares == dict.fromkeys(range(8), fleet.DESKS_PER_PARTITION)
+    events = fleet.with_desks([{"i": i} for i in range(1_600)], 8)
+    per_desk = Counter(e["desk"] for e in events)
+    assert set(per_desk) == set(desks) and max(per_desk.values()) - min(per_desk.values()) <= 2
 
 
 def test_input_partitions_respect_the_retention_budget() -> None:
