@@ -66,6 +66,33 @@ def test_balanced_desks_share_the_keyed_partitions_as_the_coordinator_routes() -
     assert set(per_desk) == set(desks) and max(per_desk.values()) - min(per_desk.values()) <= 2
 
 
+def test_counted_at_start_leaves_the_first_batch_out_of_the_window() -> None:
+    samples = [(0.0, (0.0, 0.0)), (1.0, (0.0, 0.0)), (2.0, (5.0, 1.0)), (3.0, (9.0, 2.0))]
+    assert fleet.active_window(samples) == (1.5, 2.5)
+    assert fleet.counted_at_start(samples) == (5.0, 1.0)  # 4 records in the window
+    # Everything between two samples: the window is that interval, holding all of it.
+    assert fleet.counted_at_start([(0.0, (0.0,)), (1.0, (7.0,)), (2.0, (7.0,))]) == (0.0,)
+    run = fleet.ThroughputRun(
+        "q",
+        9,
+        1,
+        8,
+        1,
+        route_seconds=1.0,
+        worker_seconds=1.0,
+        keyed_records=9,
+        complex_events=0,
+        worker_rates=[],
+        worker_start_seconds=0.0,
+        route_cpu_seconds=2.0,
+        worker_cpu_seconds=2.0,
+        routed_at_start=5.0,
+        processed_at_start=5.0,
+    )
+    assert run.route_rate == run.worker_rate == 4.0
+    assert run.route_cpu_us == run.worker_cpu_us == 500_000.0
+
+
 def test_input_partitions_respect_the_retention_budget() -> None:
     assert fleet.input_partitions(fleet.GLOBAL, 1_000_000) == 1  # global order matters
     assert fleet.input_partitions(fleet.PARTITIONED, 1_000) == 1
