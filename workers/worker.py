@@ -314,7 +314,6 @@ class Worker(Ownership):
         # Per output topic: the delivery callback, and the one partition all of this
         # keyed partition's outputs go to.
         targets: dict[str, tuple[Callable[[KafkaError | None, Message], None], int]] = {}
-        produce = producer.produce
         for out in outputs:
             spec = out.run.entry.spec
             topic = spec.output_topic
@@ -324,12 +323,7 @@ class Worker(Ownership):
                 target = targets[topic] = (partial(self._on_output, tp, topic), partition)
             value, headers = output_record(tp, out)
             key = output_key(out.ce)
-            try:
-                produce(
-                    topic, value, key, headers=headers, partition=target[1], on_delivery=target[0]
-                )
-            except BufferError:  # the local queue is full: the retrying path
-                self._produce(producer, topic, value, key, headers, target[1], target[0])
+            self._produce(producer, topic, value, key, headers, target[1], target[0])
             per_query[spec.name] = per_query.get(spec.name, 0) + 1
         latency = time.monotonic() - received
         for name, count in per_query.items():
