@@ -574,6 +574,11 @@ def sample_until(
         time.sleep(max(0.0, wait - (time.monotonic() - before)))
 
 
+def _changes(samples: Sequence[Sample]) -> list[int]:
+    """The indexes of the samples whose values differ from the sample before."""
+    return [i for i in range(1, len(samples)) if samples[i][1] != samples[i - 1][1]]
+
+
 def active_window(samples: Sequence[Sample]) -> tuple[float, float]:
     """When the counters first left their initial values and when they last changed.
 
@@ -584,7 +589,7 @@ def active_window(samples: Sequence[Sample]) -> tuple[float, float]:
     first = next((i for i, (_, v) in enumerate(samples) if v != initial), None)
     if first is None:
         raise ValueError("the counters never moved")
-    last = max(i for i in range(1, len(samples)) if samples[i][1] != samples[i - 1][1])
+    last = _changes(samples)[-1]
     if first == last:
         return samples[first - 1][0], samples[first][0]
     start = (samples[first - 1][0] + samples[first][0]) / 2
@@ -600,7 +605,7 @@ def counted_at_start(samples: Sequence[Sample]) -> tuple[float, ...]:
     numerator but not its window made it 5% too high). Nothing when the window is the
     whole interval between two samples (everything happened inside it)."""
     initial = samples[0][1]
-    changed = [i for i in range(1, len(samples)) if samples[i][1] != samples[i - 1][1]]
+    changed = _changes(samples)
     if len(changed) < 2:
         return tuple(0.0 for _ in initial)
     return tuple(v - v0 for v, v0 in zip(samples[changed[0]][1], initial, strict=True))
@@ -608,7 +613,7 @@ def counted_at_start(samples: Sequence[Sample]) -> tuple[float, ...]:
 
 def last_change_time(samples: Sequence[Sample]) -> float:
     """When the counters last changed (the first sample's time if they never did)."""
-    changes = [i for i in range(1, len(samples)) if samples[i][1] != samples[i - 1][1]]
+    changes = _changes(samples)
     if not changes:
         return samples[0][0]
     i = changes[-1]
@@ -742,6 +747,13 @@ def with_desks(events: list[dict[str, Any]], keyed_partitions: int) -> list[dict
     return [
         {**e, "desk": desks[(i * 2654435761) % 2**32 % len(desks)]} for i, e in enumerate(events)
     ]
+
+
+def events_for(
+    query: str, events: list[dict[str, Any]], keyed_partitions: int
+) -> list[dict[str, Any]]:
+    """The stock ``events`` as ``query`` reads them: with desks for ``BALANCED``."""
+    return with_desks(events, keyed_partitions) if query == BALANCED else events
 
 
 def embedded_evaluator(query: str) -> Any:
@@ -983,9 +995,7 @@ def run_latency(
 ) -> LatencyRun:
     """Coordinator and one worker idle and warmed up, then ``rate`` events/s for ``seconds``."""
     n = max(1, int(rate * seconds))
-    events = to_dicts(stock(warmup + n, seed=seed))
-    if query == BALANCED:
-        events = with_desks(events, keyed_partitions)
+    events = events_for(query, to_dicts(stock(warmup + n, seed=seed)), keyed_partitions)
     lines = [dumps_kept(e) for e in events]  # not 4 KiB each: orjson keeps its buffer
     keys = [str(e[KEY_FIELD]).encode() for e in events]
     partitions = input_partitions(query, warmup + n)
@@ -1424,9 +1434,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.runs:
             stocks = to_dicts(stock(args.events, seed=args.seed))
             for name in names:
-                events = stocks
-                if name == "balanced":
-                    events = with_desks(stocks, args.keyed_partitions)
+                events = events_for(CHOICES[name], stocks, args.keyed_partitions)
                 # Not 4 KiB each: orjson keeps its buffer.
                 lines = [dumps_kept(e) for e in events]
                 expected = embedded_count(CHOICES[name], events)

@@ -18,9 +18,7 @@ from cerfleet.query import compile_query
 @pytest.mark.parametrize("name", list(fleet.CHOICES))
 def test_throughput_run_gives_the_embedded_answer(name: str, tmp_path: Path) -> None:
     query = fleet.CHOICES[name]
-    events = to_dicts(stock(3_000, seed=7))
-    if name == "balanced":
-        events = fleet.with_desks(events, fleet.KEYED_PARTITIONS)
+    events = fleet.events_for(query, to_dicts(stock(3_000, seed=7)), fleet.KEYED_PARTITIONS)
     want = len(compile_query(query, time_field="stock_time").evaluator().process_batch(events))
     assert want > 0
 
