@@ -43,7 +43,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from cerfleet.fleet.batching import BATCHED_PRODUCER, drain
+from cerfleet.fleet.batching import ANY_PARTITION, BATCHED_PRODUCER, NO_TIMESTAMP, drain
 from cerfleet.fleet.keyed import (
     ERROR_HEADER,
     QUERY_HEADER,
@@ -365,21 +365,11 @@ class Worker(Ownership):
         partition: int | None,
         on_delivery: Callable[[KafkaError | None, Message], None],
     ) -> None:
+        where = ANY_PARTITION if partition is None else partition
         while True:
             try:
-                if partition is None:
-                    producer.produce(
-                        topic, value=value, key=key, headers=headers, on_delivery=on_delivery
-                    )
-                else:
-                    producer.produce(
-                        topic,
-                        value=value,
-                        key=key,
-                        headers=headers,
-                        partition=partition,
-                        on_delivery=on_delivery,
-                    )
+                # Positional only (``fleet.batching``): one call per output.
+                producer.produce(topic, value, key, where, on_delivery, None, NO_TIMESTAMP, headers)
                 return
             except BufferError:  # local queue full: serve delivery reports, then retry
                 producer.poll(0.05)

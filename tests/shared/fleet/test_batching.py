@@ -1,4 +1,5 @@
-"""``drain``: a batch is what has arrived, without waiting out the timeout for more."""
+"""``drain``: a batch is what has arrived, without waiting out the timeout for more; and the
+positional order the hot paths call ``Producer.produce`` in."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ import time
 import uuid
 from collections.abc import Callable
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import TIMESTAMP_CREATE_TIME, Consumer, Message, Producer
 
-from cerfleet.fleet.batching import BATCHED_PRODUCER, drain
+from cerfleet.fleet.batching import ANY_PARTITION, BATCHED_PRODUCER, NO_TIMESTAMP, drain
 from tests.kafka_broker import KafkaBroker
 
 
@@ -53,5 +54,57 @@ def test_drain_returns_what_has_arrived_at_once_and_waits_only_for_the_first(
         started = time.monotonic()
         assert drain(consumer, 1000, 0.3) == []
         assert time.monotonic() - started < 2.5
+    finally:
+        consumer.close()
+
+
+def test_positional_produce_sets_partition_callback_timestamp_and_headers(
+    kafka: KafkaBroker, topic_name: Callable[[str], str]
+) -> None:
+    """The coordinator and the worker call ``produce`` positionally (``fleet.batching``):
+    every argument must land where the keywords would have put it."""
+    topic = topic_name("positional")
+    kafka.create_topic(topic, 3)
+    producer = Producer({**kafka.client_config(), **BATCHED_PRODUCER})
+    reports: dict[bytes | None, tuple[bool, int]] = {}
+
+    def delivered(err: object, msg: Message) -> None:
+        reports[msg.value()] = (err is None, msg.partition())  # type: ignore[index]
+
+    headers: list[tuple[str, str | bytes | None]] = [("a", b"1"), ("b", b"two")]
+    before = time.time() * 1000
+    producer.produce(topic, b"stamped", b"k", 2, delivered, None, 123_456, headers)
+    producer.produce(topic, b"keyed", b"k", ANY_PARTITION, delivered, None, NO_TIMESTAMP, None)
+    assert producer.flush(30) == 0
+    assert reports[b"stamped"] == (True, 2)
+    ok, chosen = reports[b"keyed"]
+    assert ok and chosen in (0, 1, 2)
+    consumer = Consumer(
+        {
+            **kafka.client_config(),
+            "group.id": f"positional-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": "false",
+            "fetch.wait.max.ms": "10",
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        got: dict[bytes, Message] = {}
+        deadline = time.monotonic() + 60
+        while len(got) < 2 and time.monotonic() < deadline:
+            for m in drain(consumer, 10, 1.0):
+                if m.error() is None:
+                    got[m.value()] = m  # type: ignore[index]
+        stamped, keyed = got[b"stamped"], got[b"keyed"]
+        assert stamped.partition() == 2
+        assert keyed.partition() == chosen
+        assert stamped.key() == keyed.key() == b"k"
+        assert stamped.timestamp() == (TIMESTAMP_CREATE_TIME, 123_456)
+        assert stamped.headers() == headers
+        # No timestamp given: the client stamps it now; no headers.
+        kind, ms = keyed.timestamp()
+        assert kind == TIMESTAMP_CREATE_TIME and ms >= before - 1000
+        assert not keyed.headers()
     finally:
         consumer.close()
