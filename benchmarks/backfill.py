@@ -38,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,7 @@ FILTER s[volume >= 2000] AND b[volume >= 2000] AND c[volume >= 2000]
 PARTITION BY [desk] WITHIN 60000 [stock_time] CONSUME BY PARTITION"""
 QUERIES = {"balanced": BALANCED, "partitioned": PARTITIONED, "sliced": GLOBAL}
 TIME_FIELD = "stock_time"
+SPARK_BATCH = 10_000  # spark.sql.execution.arrow.maxRecordsPerBatch's default
 TOPIC = "stock"
 ROOT = Path(__file__).resolve().parent
 
@@ -126,10 +128,68 @@ def embedded(query: Path, events: Path) -> tuple[float, int]:
     return wall, done.stdout.count(b"\n")
 
 
+def _tree_cpu(root: int) -> float:
+    """CPU seconds of ``root`` and every live process under it (the JVM, Spark's Python
+    workers): each one's own time and its reaped children's."""
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        pid = int(entry)
+        parents[pid] = int(fields[1])
+        cpu[pid] = sum(int(x) for x in fields[11:15]) / tick  # utime stime cutime cstime
+    total = 0.0
+    for pid, c in cpu.items():
+        p = pid
+        while p > 1 and p != root:
+            p = parents.get(p, 0)
+        if p == root:
+            total += c
+    return total
+
+
+class _CpuSampler:
+    """The CPU of a process tree over time, read from ``/proc`` every 0.1 s (Linux)."""
+
+    def __init__(self, root: int) -> None:
+        self.samples: list[tuple[float, float]] = []
+        self._root = root
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        last = 0.0
+        while not self._stop.is_set() and os.path.exists(f"/proc/{self._root}"):
+            # Never down: a child that has exited but is not yet reaped may be missed once.
+            last = max(last, _tree_cpu(self._root))
+            self.samples.append((time.time(), last))
+            self._stop.wait(0.1)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def between(self, a: float, b: float) -> float | None:
+        """CPU seconds used from wall-clock time ``a`` to ``b`` (interpolated)."""
+        if len(self.samples) < 2 or not os.path.isdir("/proc"):
+            return None
+        times = [t for t, _ in self.samples]
+        values = [c for _, c in self.samples]
+        return float(np.interp(b, times, values) - np.interp(a, times, values))
+
+
 def backfill(query: Path, archive: Path, out: Path, master: str) -> dict[str, Any]:
     launched = time.time()
     began = time.perf_counter()
-    done = _cerfleet(
+    args = [
         "backfill",
         "--ceql",
         str(query),
@@ -147,19 +207,71 @@ def backfill(query: Path, archive: Path, out: Path, master: str) -> dict[str, An
         "6g",
         "--spark-conf",
         "spark.ui.enabled=false",
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cerfleet.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
+    sampler = _CpuSampler(proc.pid)
+    try:
+        stdout, stderr = proc.communicate()
+    finally:
+        sampler.stop()
     wall = time.perf_counter() - began
-    if done.returncode:
-        raise RuntimeError(done.stderr.decode()[-3000:])
-    summary = json.loads(done.stdout.splitlines()[-1])["summary"]
+    if proc.returncode:
+        raise RuntimeError(stderr.decode()[-3000:])
+    summary = json.loads(stdout.splitlines()[-1])["summary"]
+    work_s = summary["ended_at"] - summary["ready_at"]
+    work_cpu = sampler.between(summary["ready_at"], summary["ended_at"])
     return {
         "wall_s": wall,
         "job_s": float(summary["seconds"]),
         "fixed_s": summary["ready_at"] - launched,
-        "work_s": summary["ended_at"] - summary["ready_at"],
+        "work_s": work_s,
+        # The whole job's processes (JVM threads and Python workers) during the work.
+        "work_cpu_s": work_cpu,
+        "work_busy_cores": None if work_cpu is None else work_cpu / work_s,
         "cores": int(summary["cores"]),
         "complex_events": int(summary["complex_events"]),
     }
+
+
+def python_passes(query: str, archive: Path) -> dict[str, Any]:
+    """The backfill's two Python passes over ``archive`` in this one process, without
+    Spark: ``prepare`` over the archive's rows, then ``evaluate_batches`` over them
+    sorted as the job sorts them, each timed in CPU seconds; in Spark the tasks pay these
+    besides the JVM's reading, shuffling and Arrow conversions."""
+    import pyarrow.compute as pc
+
+    from cerfleet.workers.backfill.job_query import JobQuery
+    from cerfleet.workers.backfill.prepare import prepare
+    from cerfleet.workers.backfill.schemas import MATCH
+    from cerfleet.workers.backfill.units import evaluate_batches
+
+    job = JobQuery("bench", query, time_field=TIME_FIELD)
+    job.compiled()
+    table = pq.read_table(archive, schema=pa.schema([f for f in ARCHIVE if f.name != "date"]))
+    rows = table.to_batches(max_chunksize=SPARK_BATCH)
+    del table
+    began = time.process_time()
+    prepared = [prepare(job, b) for b in rows]
+    prepare_s = time.process_time() - began
+    del rows
+    whole = pa.Table.from_batches(prepared)
+    del prepared
+    order = pc.sort_indices(
+        whole,
+        [(c, "ascending", "at_start") for c in ("unit", "t", "topic", "partition", "offset")],
+    )
+    ordered = whole.take(order).combine_chunks().to_batches(max_chunksize=SPARK_BATCH)
+    del whole, order
+    found = 0
+    began = time.process_time()
+    for out in evaluate_batches(job, None, None, iter(ordered)):
+        found += int(pc.sum(pc.equal(out.column("kind"), MATCH)).as_py() or 0)
+    evaluate_s = time.process_time() - began
+    return {"prepare_cpu_s": prepare_s, "evaluate_cpu_s": evaluate_s, "complex_events": found}
 
 
 def _archive_written_by_next_run(master: str) -> bool:
@@ -179,6 +291,11 @@ def main() -> None:
     parser.add_argument("--master", nargs="+", default=["local[1]", "local[2]"])
     parser.add_argument("--out", type=Path, default=ROOT / "results")
     parser.add_argument("--work", type=Path, help="keep data here (default: a temp dir)")
+    parser.add_argument(
+        "--passes",
+        action="store_true",
+        help="also time the two Python passes alone, in this process, once per run",
+    )
     opts = parser.parse_args()
     work = opts.work or Path(tempfile.mkdtemp(prefix="cerfleet-backfill-bench-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -202,10 +319,14 @@ def main() -> None:
                 emb: list[float] = []
                 runs: dict[str, list[dict[str, Any]]] = {m: [] for m in opts.master}
                 counts = set()
+                passes: list[dict[str, Any]] = []
                 for _ in range(opts.runs):
                     wall, found = embedded(query, events)
                     emb.append(wall)
                     counts.add(found)
+                    if opts.passes:
+                        passes.append(python_passes(QUERIES[name], archive))
+                        counts.add(passes[-1]["complex_events"])
                     line = f"  {name} {n}: embedded {wall:.1f}s"
                     for master in opts.master:
                         r = backfill(query, archive, work / "out", master)
@@ -235,6 +356,12 @@ def main() -> None:
                     row["work_eps_per_core"] = n / row["work_s"] / row["cores"]
                     row["per_core_vs_embedded"] = row["work_eps_per_core"] / row["embedded_eps"]
                     row["wall_vs_embedded"] = embedded_s / row["wall_s"]
+                    busy = [r["work_busy_cores"] for r in rs if r["work_busy_cores"] is not None]
+                    row["work_busy_cores"] = statistics.median(busy) if busy else None
+                    if passes:
+                        for k in ("prepare_cpu_s", "evaluate_cpu_s"):
+                            row[k] = statistics.median(p[k] for p in passes)
+                        row["passes_runs"] = passes
                     rows.append(row)
                     print(json.dumps({k: v for k, v in row.items() if "runs" not in k}))
     finally:
@@ -258,13 +385,18 @@ def _speedups(rows: list[dict[str, Any]]) -> None:
         r["wall_speedup_vs_1_core"] = None if base is None else base["wall_s"] / r["wall_s"]
 
 
+def _cores(busy: float | None) -> str:
+    return "" if busy is None else f"{busy:.2f}"
+
+
 def _report(rows: list[dict[str, Any]], opts: argparse.Namespace) -> None:
     _speedups(rows)
     lines = [
         "# Backfill vs one embedded process",
         "",
         f"`python -m benchmarks.backfill --events {' '.join(map(str, opts.events))} "
-        f"--query {' '.join(opts.query)} --runs {opts.runs} --master {' '.join(opts.master)}` "
+        f"--query {' '.join(opts.query)} --runs {opts.runs} --master {' '.join(opts.master)}"
+        f"{' --passes' if opts.passes else ''}` "
         f"on {os.cpu_count()} cores; medians of {opts.runs} runs. 'fixed' is spark-submit's "
         "start to the session up with every core's Python worker started; 'work' the rest "
         "of the job; 'ev/s/core' = events / work / cores, against the embedded engine's "
@@ -272,19 +404,46 @@ def _report(rows: list[dict[str, Any]], opts: argparse.Namespace) -> None:
         "driver JVM starts from its class archive (written by an untimed first run).",
         "",
         "| query | events | master | embedded s (ev/s) | backfill wall s | fixed s | work s | "
-        "ev/s/core | per core vs embedded | work speedup | wall speedup | complex events |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "cores busy in work | ev/s/core | per core vs embedded | work speedup | wall speedup "
+        "| complex events |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         ws, ls = r["work_speedup_vs_1_core"], r["wall_speedup_vs_1_core"]
         lines.append(
             f"| {r['query']} | {r['events']:,} | {r['master']} | {r['embedded_s']:.1f} "
             f"({r['embedded_eps']:,.0f}) | {r['wall_s']:.1f} | {r['fixed_s']:.1f} | "
-            f"{r['work_s']:.1f} | {r['work_eps_per_core']:,.0f} | "
+            f"{r['work_s']:.1f} | {_cores(r['work_busy_cores'])} | "
+            f"{r['work_eps_per_core']:,.0f} | "
             f"{r['per_core_vs_embedded']:.2f}× | {'' if ws is None else f'{ws:.2f}×'} | "
             f"{'' if ls is None else f'{ls:.2f}×'} | "
             f"{'equal' if r['equal'] else 'DIFFER'} ({', '.join(map(str, r['complex_events']))}) |"
         )
+    lines += [
+        "",
+        "'cores busy in work': CPU seconds of the job's processes (spark-submit, the JVM "
+        "and its threads, Spark's Python workers; read from /proc) during the work, over "
+        "the work's seconds.",
+    ]
+    timed = [r for r in rows if "prepare_cpu_s" in r and r["master"] == opts.master[0]]
+    if timed:
+        lines += [
+            "",
+            "The backfill's two Python passes alone, in one process without Spark "
+            "(`--passes`: `prepare` over the archive's rows in 10,000-row batches, then "
+            "`evaluate_batches` over them sorted as the job sorts them; CPU seconds, "
+            "medians), against the embedded engine's whole run:",
+            "",
+            "| query | events | prepare s | evaluate s | both s | embedded s | embedded / both |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in timed:
+            both = r["prepare_cpu_s"] + r["evaluate_cpu_s"]
+            lines.append(
+                f"| {r['query']} | {r['events']:,} | {r['prepare_cpu_s']:.2f} | "
+                f"{r['evaluate_cpu_s']:.2f} | {both:.2f} | {r['embedded_s']:.2f} | "
+                f"{r['embedded_s'] / both:.2f}× |"
+            )
     opts.out.mkdir(parents=True, exist_ok=True)
     (opts.out / "backfill.md").write_text("\n".join(lines) + "\n")
     (opts.out / "backfill.json").write_text(json.dumps(rows, indent=2) + "\n")
