@@ -3,6 +3,8 @@ give ``cerfleet run``'s answer, and the CPU of a process tree is read from ``/pr
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -15,9 +17,7 @@ from benchmarks.datasets import write_jsonl
 
 
 @pytest.mark.parametrize("name", ["balanced", "partitioned"])
-def test_python_passes_find_the_embedded_engines_complex_events(
-    tmp_path: Path, name: str
-) -> None:
+def test_python_passes_find_the_embedded_engines_complex_events(tmp_path: Path, name: str) -> None:
     n = 4000
     archive = tmp_path / "archive"
     backfill.write_archive(archive, n)
@@ -49,6 +49,10 @@ def test_cpu_of_a_process_tree_counts_its_children() -> None:
     assert sampler.between(began - 10, began - 5) == 0.0
 
 
+@pytest.mark.skipif(
+    not os.environ.get("JAVA_HOME") and shutil.which("java") is None,
+    reason="Spark needs Java 17 or 21, as the backfill tests do (README)",
+)
 def test_the_first_pass_in_spark_expressions_times_every_step(tmp_path: Path) -> None:
     from benchmarks import spark_first_pass
     from cerfleet.workers.backfill.spark_session import session
