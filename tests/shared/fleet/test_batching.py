@@ -13,6 +13,19 @@ from cerfleet.fleet.batching import ANY_PARTITION, BATCHED_PRODUCER, NO_TIMESTAM
 from tests.kafka_broker import KafkaBroker
 
 
+def _reader(kafka: KafkaBroker, name: str) -> Consumer:
+    """A consumer of its own group, from the start, polling fetches every 10 ms."""
+    return Consumer(
+        {
+            **kafka.client_config(),
+            "group.id": f"{name}-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": "false",
+            "fetch.wait.max.ms": "10",
+        }
+    )
+
+
 def test_drain_returns_what_has_arrived_at_once_and_waits_only_for_the_first(
     kafka: KafkaBroker, topic_name: Callable[[str], str]
 ) -> None:
@@ -22,15 +35,7 @@ def test_drain_returns_what_has_arrived_at_once_and_waits_only_for_the_first(
     for i in range(50):
         producer.produce(topic, value=b"%d" % i)
     assert producer.flush(30) == 0
-    consumer = Consumer(
-        {
-            **kafka.client_config(),
-            "group.id": f"drain-{uuid.uuid4().hex[:8]}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": "false",
-            "fetch.wait.max.ms": "10",
-        }
-    )
+    consumer = _reader(kafka, "drain")
     try:
         consumer.subscribe([topic])
         got: list[bytes] = []
@@ -79,15 +84,7 @@ def test_positional_produce_sets_partition_callback_timestamp_and_headers(
     assert reports[b"stamped"] == (True, 2)
     ok, chosen = reports[b"keyed"]
     assert ok and chosen in (0, 1, 2)
-    consumer = Consumer(
-        {
-            **kafka.client_config(),
-            "group.id": f"positional-{uuid.uuid4().hex[:8]}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": "false",
-            "fetch.wait.max.ms": "10",
-        }
-    )
+    consumer = _reader(kafka, "positional")
     try:
         consumer.subscribe([topic])
         got: dict[bytes, Message] = {}
