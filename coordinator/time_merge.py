@@ -7,7 +7,8 @@ partition's backlog before another's makes the keyed partition's clock run ahead
 the slower input partition, whose events then arrive late. So the coordinator
 buffers what it fetched per input partition and forwards records as Kafka Streams
 does (``max.task.idle.ms``): always from the partition whose next record has the
-smallest clock, and only while every assigned partition has buffered records or is
+smallest clock (equal clocks: the partition sorted first, by topic and number), and
+only while every assigned partition has buffered records or is
 *idle*: caught up to its end (partition EOF) or empty for ``idle`` seconds. Then,
 with each input partition in time order, the records leave in global time order,
 except around an idle partition: a record written to it later with an older clock
@@ -21,17 +22,23 @@ rebalance is read again by the partition's next owner.
 
 The merge holds opaque *chunks* (a fetched batch of one partition, with its clocks)
 and hands out runs ``(partition, chunk, start, stop)``, so that the coordinator
-extracts keys and produces a whole run at once.
+extracts keys and produces a whole run at once. When partitions' clocks interleave,
+runs are a record or two long, and walking a heap of the partitions' heads cost about
+a microsecond per run: with every partition's buffered clocks ascending (the usual
+case), one stable sort of the clocks that may leave gives the same runs
+(``TimeMerge._take_sorted``); otherwise the heap decides.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from heapq import heapify, heappop, heapreplace
 from typing import Generic, TypeVar
+
+import numpy as np
 
 __all__ = ["Run", "TimeMerge"]
 
@@ -40,6 +47,8 @@ TP = tuple[str, int]
 Run = tuple[TP, T, int, int]
 
 _NO_CLOCK = float("-inf")
+# Below this many records leaving, the heap is cheaper than numpy's set-up.
+_SORTED_FROM = 64
 
 
 @dataclass(slots=True)
@@ -48,6 +57,7 @@ class _Chunk(Generic[T]):
     times: list[float]
     ordered: bool  # ``times`` ascending: runs are found by bisection
     pos: int = 0
+    array: np.ndarray | None = None  # ``times`` as float64, made when first sorted
 
 
 @dataclass(slots=True)
@@ -114,6 +124,9 @@ class TimeMerge(Generic[T]):
     def take(self, now: float, *, force: bool = False) -> list[Run[T]]:
         """The runs that may be forwarded now, in order; ``force`` forwards everything
         buffered, in time order, whether or not some partition is still to be heard."""
+        sorted_runs = self._take_sorted(now, force)
+        if sorted_runs is not None:
+            return sorted_runs
         runs: list[Run[T]] = []
         parts = self._parts
         # The partitions' next clocks in a heap: with input partitions whose clocks
@@ -131,23 +144,26 @@ class TimeMerge(Generic[T]):
         while heads:
             tp = heads[0][1]
             n = len(heads)
+            # The next other head: this run goes up to it, and takes the records of
+            # equal clock too when this partition is sorted first (ties go by partition).
             if n == 1:
-                bound = float("inf")
-            elif n == 2:
-                bound = heads[1][0]
+                bound, first = float("inf"), True
             else:
-                bound = min(heads[1][0], heads[2][0])
+                other = heads[1] if n == 2 else min(heads[1], heads[2])
+                bound, first = other[0], tp < other[1]
             part = parts[tp]
             chunk = part.chunks[0]
             start = chunk.pos
             times = chunk.times
             if chunk.ordered:
-                stop = bisect_right(times, bound, start)
+                stop = (bisect_right if first else bisect_left)(times, bound, start)
             else:
                 stop = start + 1
-                while stop < len(times) and times[stop] <= bound:
+                while stop < len(times) and (
+                    times[stop] < bound or (first and times[stop] == bound)
+                ):
                     stop += 1
-            # Ties go to the partition sorted first; one record at least leaves.
+            # The head itself is the smallest (clock, partition): one record at least leaves.
             stop = max(stop, start + 1)
             runs.append((tp, chunk.payload, start, stop))
             part.size -= stop - start
@@ -163,6 +179,76 @@ class TimeMerge(Generic[T]):
             heappop(heads)
             if self._holds_back(part, now, force):
                 return runs
+        return runs
+
+    def _take_sorted(self, now: float, force: bool) -> list[Run[T]] | None:
+        """The heap's runs from one stable sort of the clocks that may leave, or None
+        where that might differ from them (or would cost more): the heap then decides.
+
+        With each partition's buffered clocks ascending, the heap forwards records in
+        (clock, partition) order, each partition's in offset order, and stops right after
+        the last buffered record of the first partition that empties and may still get
+        records (``_holds_back`` with its wait just begun). So what leaves is known
+        before any ordering: every record up to that one in (clock, partition) order;
+        their order is a stable sort of their clocks laid out partition after partition,
+        and a run is a stretch of one chunk's records in it."""
+        parts = self._parts
+        buffered: list[tuple[TP, _Partition[T], _Chunk[T], np.ndarray]] = []
+        stop_at: tuple[float, TP] | None = None  # the last record the take may forward
+        for tp in sorted(parts):
+            part = parts[tp]
+            if not part.size:
+                if self._holds_back(part, now, force):
+                    return []
+                continue
+            last = _NO_CLOCK
+            for chunk in part.chunks:
+                if not chunk.ordered:
+                    return None
+                if chunk.array is None:
+                    chunk.array = np.asarray(chunk.times, dtype=np.float64)
+                a = chunk.array[chunk.pos :]
+                if not a[0] >= last:  # a clock going back, or NaN
+                    return None
+                last = a[-1]
+                buffered.append((tp, part, chunk, a))
+            if not force and not part.at_end and self.idle > 0:
+                stop_at = (last, tp) if stop_at is None else min(stop_at, (last, tp))
+        leaving: list[np.ndarray] = []
+        for tp, _, _, a in buffered:
+            if stop_at is not None and tp != stop_at[1]:
+                a = a[: np.searchsorted(a, stop_at[0], "right" if tp < stop_at[1] else "left")]
+            leaving.append(a)
+        lengths = np.fromiter((len(a) for a in leaving), dtype=np.int64, count=len(leaving))
+        n = int(lengths.sum())
+        if n < _SORTED_FROM:
+            return None
+        times = np.concatenate(leaving)
+        if np.isnan(times).any():
+            return None  # NaN orders against nothing: the heap's comparisons decide
+        order = np.argsort(times, kind="stable")
+        chunk_of = np.repeat(np.arange(len(leaving)), lengths)[order]
+        firsts = np.flatnonzero(chunk_of[1:] != chunk_of[:-1]) + 1
+        starts = [0, *firsts.tolist()]
+        ends = [*firsts.tolist(), n]
+        offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        # Where each run starts in its chunk: its first record's place there.
+        at = (order[starts] - offsets[chunk_of[starts]]).tolist()
+        runs: list[Run[T]] = []
+        for k, lo, hi, first in zip(chunk_of[starts].tolist(), starts, ends, at, strict=True):
+            tp, _, chunk, _ = buffered[k]
+            start = chunk.pos + first
+            runs.append((tp, chunk.payload, start, start + hi - lo))
+        for k, count in enumerate(lengths.tolist()):
+            if not count:
+                continue
+            _, part, chunk, _ = buffered[k]
+            chunk.pos += count
+            part.size -= count
+            if chunk.pos == len(chunk.times):
+                part.chunks.popleft()
+            if not part.size:
+                part.empty_since = now
         return runs
 
     def _holds_back(self, part: _Partition[T], now: float, force: bool) -> bool:

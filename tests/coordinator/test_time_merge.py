@@ -4,10 +4,13 @@ of every partition's records, over random fetch interleavings."""
 from __future__ import annotations
 
 from itertools import pairwise
+from unittest.mock import patch
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cerfleet.coordinator import time_merge
 from cerfleet.coordinator.time_merge import Run, TimeMerge
 
 TP = tuple[str, int]
@@ -155,8 +158,9 @@ def test_a_partition_at_its_end_holds_nothing_back_and_force_forwards_all() -> N
 
 
 class _Rescanning(TimeMerge[list[Record]]):
-    """The merge as first written: every head rescanned and sorted per run (the
-    reference for the heap's choices: the same runs, ties included)."""
+    """The merge as first written: every head rescanned and sorted per run, records
+    leaving in (clock, partition) order (the reference for the heap's and the sort's
+    choices: the same runs, ties included)."""
 
     def take(self, now: float, *, force: bool = False) -> list[Run[list[Record]]]:
         runs: list[Run[list[Record]]] = []
@@ -173,12 +177,13 @@ class _Rescanning(TimeMerge[list[Record]]):
                 return runs
             heads.sort()
             tp = heads[0][1]
-            bound = heads[1][0] if len(heads) > 1 else INF
+            other = heads[1] if len(heads) > 1 else (INF, tp)
             part = parts[tp]
             chunk = part.chunks[0]
             start, times = chunk.pos, chunk.times
             stop = start + 1
-            while stop < len(times) and times[stop] <= bound:
+            # Up to the next other head in (clock, partition) order.
+            while stop < len(times) and (times[stop], tp) <= other:
                 stop += 1
             runs.append((tp, chunk.payload, start, stop))
             part.size -= stop - start
@@ -190,13 +195,30 @@ class _Rescanning(TimeMerge[list[Record]]):
                 part.empty_since = now
 
 
-@settings(max_examples=500, deadline=None)
-@given(
-    backlogs(),
-    st.sampled_from([0.0, 1.0, INF]),
-    st.lists(st.tuples(st.floats(0, 3), st.booleans()), min_size=1, max_size=40),
-)
-def test_the_heap_takes_the_runs_a_rescan_of_every_head_takes(
+@st.composite
+def distinct_backlogs(draw: st.DrawFn) -> tuple[list[list[list[Record]]], list[int]]:
+    """As ``backlogs``, but larger and with no clock shared by two partitions (runs
+    cut by clocks alone, not by ties)."""
+    n = draw(st.integers(2, 6))
+    sizes = [draw(st.integers(0, 60)) for _ in range(n)]
+    clocks = draw(st.permutations(range(sum(sizes))))
+    parts: list[list[list[Record]]] = []
+    first = 0
+    for p, size in enumerate(sizes):
+        mine = sorted(clocks[first : first + size])
+        first += size
+        records: list[Record] = [
+            (p, o, None if draw(st.integers(0, 19)) == 0 else float(c)) for o, c in enumerate(mine)
+        ]
+        cuts = sorted(draw(st.sets(st.integers(1, max(1, len(records) - 1)), max_size=4)))
+        bounds = [0, *[c for c in cuts if c < len(records)], len(records)]
+        parts.append([records[a:b] for a, b in pairwise(bounds) if b > a])
+    order = [p for p, chunks in enumerate(parts) for _ in chunks]
+    order = draw(st.permutations(order))
+    return parts, order
+
+
+def _same_runs_as_rescanning(
     case: tuple[list[list[list[Record]]], list[int]],
     idle: float,
     clock: list[tuple[float, bool]],
@@ -222,3 +244,55 @@ def test_the_heap_takes_the_runs_a_rescan_of_every_head_takes(
             runs.append(merge.take(now=now, force=force))
         assert runs[0] == runs[1]
     assert merges[0].take(now=now, force=True) == merges[1].take(now=now, force=True)
+
+
+CLOCKS = st.lists(st.tuples(st.floats(0, 3), st.booleans()), min_size=1, max_size=40)
+
+
+@settings(max_examples=500, deadline=None)
+@given(backlogs(), st.sampled_from([0.0, 1.0, INF]), CLOCKS)
+def test_the_heap_takes_the_runs_a_rescan_of_every_head_takes(
+    case: tuple[list[list[list[Record]]], list[int]],
+    idle: float,
+    clock: list[tuple[float, bool]],
+) -> None:
+    with patch.object(time_merge, "_SORTED_FROM", 10**9):  # the heap alone
+        _same_runs_as_rescanning(case, idle, clock)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(backlogs(), distinct_backlogs()), st.sampled_from([0.0, 1.0, INF]), CLOCKS)
+def test_sorting_the_clocks_takes_the_runs_a_rescan_of_every_head_takes(
+    case: tuple[list[list[list[Record]]], list[int]],
+    idle: float,
+    clock: list[tuple[float, bool]],
+) -> None:
+    # Sorting from the first buffered record on, not only past the heap's cheaper sizes.
+    with patch.object(time_merge, "_SORTED_FROM", 1):
+        _same_runs_as_rescanning(case, idle, clock)
+
+
+def test_interleaved_partitions_are_merged_by_sorting_into_the_heaps_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Twenty partitions whose clocks interleave record by record, fetched a chunk per
+    partition at a time, as the coordinator sees a topic keyed by ticker: the takes
+    sort, and hand out the rescanning merge's runs."""
+    sorted_runs: list[int] = []  # runs handed out by sorting, per take (-1: by the heap)
+    original = TimeMerge._take_sorted
+
+    def spy(self: TimeMerge[list[Record]], now: float, force: bool) -> object:
+        runs = original(self, now, force)
+        sorted_runs.append(-1 if runs is None else len(runs))
+        return runs
+
+    monkeypatch.setattr(TimeMerge, "_take_sorted", spy)
+    n, per = 20, 90
+    parts = [
+        [[(p, o, float(o * n + p)) for o in range(a, a + 30)] for a in range(0, per, 30)]
+        for p in range(n)
+    ]
+    order = [p for _ in range(per // 30) for p in range(n)]
+    _same_runs_as_rescanning((parts, order), INF, [(0.0, False)])
+    # Runs of one record each (the clocks interleave), nearly all of them sorted.
+    assert sum(r for r in sorted_runs if r > 0) >= n * per - 64
