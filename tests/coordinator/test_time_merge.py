@@ -3,6 +3,7 @@ of every partition's records, over random fetch interleavings."""
 
 from __future__ import annotations
 
+import itertools
 from itertools import pairwise
 from unittest.mock import patch
 
@@ -25,14 +26,23 @@ def backlogs(draw: st.DrawFn) -> tuple[list[list[list[Record]]], list[int]]:
     chunks; and an interleaving of the fetches (partition numbers, each partition's
     chunks in order)."""
     n = draw(st.integers(1, 5))
+    clocks = [sorted(draw(st.lists(st.integers(0, 50), max_size=30))) for _ in range(n)]
+    return _fetched(draw, clocks, none_in=10, cuts=6)
+
+
+def _fetched(
+    draw: st.DrawFn, clocks: list[list[int]], none_in: int, cuts: int
+) -> tuple[list[list[list[Record]]], list[int]]:
+    """Partitions of these ascending clocks (about one in ``none_in`` left without),
+    each cut in up to ``cuts`` + 1 fetched chunks, and an interleaving of the fetches."""
     parts: list[list[list[Record]]] = []
-    for p in range(n):
-        clocks = sorted(draw(st.lists(st.integers(0, 50), max_size=30)))
+    for p, mine in enumerate(clocks):
         records: list[Record] = [
-            (p, o, None if draw(st.integers(0, 9)) == 0 else float(c)) for o, c in enumerate(clocks)
+            (p, o, None if draw(st.integers(0, none_in - 1)) == 0 else float(c))
+            for o, c in enumerate(mine)
         ]
-        cuts = sorted(draw(st.sets(st.integers(1, max(1, len(records) - 1)), max_size=6)))
-        bounds = [0, *[c for c in cuts if c < len(records)], len(records)]
+        at = sorted(draw(st.sets(st.integers(1, max(1, len(records) - 1)), max_size=cuts)))
+        bounds = [0, *[c for c in at if c < len(records)], len(records)]
         parts.append([records[a:b] for a, b in pairwise(bounds) if b > a])
     order = [p for p, chunks in enumerate(parts) for _ in chunks]
     order = draw(st.permutations(order))
@@ -201,21 +211,10 @@ def distinct_backlogs(draw: st.DrawFn) -> tuple[list[list[list[Record]]], list[i
     cut by clocks alone, not by ties)."""
     n = draw(st.integers(2, 6))
     sizes = [draw(st.integers(0, 60)) for _ in range(n)]
-    clocks = draw(st.permutations(range(sum(sizes))))
-    parts: list[list[list[Record]]] = []
-    first = 0
-    for p, size in enumerate(sizes):
-        mine = sorted(clocks[first : first + size])
-        first += size
-        records: list[Record] = [
-            (p, o, None if draw(st.integers(0, 19)) == 0 else float(c)) for o, c in enumerate(mine)
-        ]
-        cuts = sorted(draw(st.sets(st.integers(1, max(1, len(records) - 1)), max_size=4)))
-        bounds = [0, *[c for c in cuts if c < len(records)], len(records)]
-        parts.append([records[a:b] for a, b in pairwise(bounds) if b > a])
-    order = [p for p, chunks in enumerate(parts) for _ in chunks]
-    order = draw(st.permutations(order))
-    return parts, order
+    shuffled = draw(st.permutations(range(sum(sizes))))
+    bounds = [0, *itertools.accumulate(sizes)]
+    clocks = [sorted(shuffled[a:b]) for a, b in pairwise(bounds)]
+    return _fetched(draw, clocks, none_in=20, cuts=4)
 
 
 def _same_runs_as_rescanning(
