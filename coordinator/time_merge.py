@@ -49,6 +49,8 @@ Run = tuple[TP, T, int, int]
 _NO_CLOCK = float("-inf")
 # Below this many records leaving, the heap is cheaper than numpy's set-up.
 _SORTED_FROM = 64
+# ... and with fewer partitions holding records (one: whole chunks leave, nothing to sort).
+_SORTED_PARTITIONS = 2
 
 
 @dataclass(slots=True)
@@ -214,6 +216,8 @@ class TimeMerge(Generic[T]):
                 buffered.append((tp, part, chunk, a))
             if not force and not part.at_end and self.idle > 0:
                 stop_at = (last, tp) if stop_at is None else min(stop_at, (last, tp))
+        if len({tp for tp, _, _, _ in buffered}) < _SORTED_PARTITIONS:
+            return None  # one partition: the heap takes whole chunks, nothing to order
         leaving: list[np.ndarray] = []
         for tp, _, _, a in buffered:
             if stop_at is not None and tp != stop_at[1]:

@@ -266,8 +266,12 @@ def test_sorting_the_clocks_takes_the_runs_a_rescan_of_every_head_takes(
     idle: float,
     clock: list[tuple[float, bool]],
 ) -> None:
-    # Sorting from the first buffered record on, not only past the heap's cheaper sizes.
-    with patch.object(time_merge, "_SORTED_FROM", 1):
+    # Sorting from the first buffered record on, and one partition alone too, not only
+    # where the heap would cost more.
+    with (
+        patch.object(time_merge, "_SORTED_FROM", 1),
+        patch.object(time_merge, "_SORTED_PARTITIONS", 1),
+    ):
         _same_runs_as_rescanning(case, idle, clock)
 
 
