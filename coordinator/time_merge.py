@@ -195,13 +195,20 @@ class TimeMerge(Generic[T]):
         their order is a stable sort of their clocks laid out partition after partition,
         and a run is a stretch of one chunk's records in it."""
         parts = self._parts
+        tps = sorted(parts)
+        holding = 0  # partitions with records buffered
+        for tp in tps:
+            if parts[tp].size:
+                holding += 1
+            elif self._holds_back(parts[tp], now, force):
+                return []
+        if holding < _SORTED_PARTITIONS:
+            return None  # one partition: the heap takes whole chunks, nothing to order
         buffered: list[tuple[TP, _Partition[T], _Chunk[T], np.ndarray]] = []
         stop_at: tuple[float, TP] | None = None  # the last record the take may forward
-        for tp in sorted(parts):
+        for tp in tps:
             part = parts[tp]
             if not part.size:
-                if self._holds_back(part, now, force):
-                    return []
                 continue
             last = _NO_CLOCK
             for chunk in part.chunks:
@@ -216,8 +223,6 @@ class TimeMerge(Generic[T]):
                 buffered.append((tp, part, chunk, a))
             if not force and not part.at_end and self.idle > 0:
                 stop_at = (last, tp) if stop_at is None else min(stop_at, (last, tp))
-        if len({tp for tp, _, _, _ in buffered}) < _SORTED_PARTITIONS:
-            return None  # one partition: the heap takes whole chunks, nothing to order
         leaving: list[np.ndarray] = []
         for tp, _, _, a in buffered:
             if stop_at is not None and tp != stop_at[1]:
