@@ -26,7 +26,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from prometheus_client import CollectorRegistry
 
@@ -43,6 +42,8 @@ from cerfleet.fleet.keyed import (
     REGISTRY_HEADER,
     SRC_HEADER,
     STAGE_HEADER,
+    encode_src,
+    frame_head,
 )
 from cerfleet.fleet.registry import Registry
 from cerfleet.fleet.registry import ensure_topic as ensure_registry_topic
@@ -73,11 +74,16 @@ class _Fetched:
     msgs: list[Message]
     values: list[bytes | None]
     offsets: list[int]
-    srcs: list[bytes]  # each record's input coordinates, as ``encode_src`` writes them
+    heads: list[bytes]  # each record's head in its keyed copies (``fleet.keyed.frame``)
     stamps: list[tuple[int, int]]  # each record's (timestamp type, timestamp)
     extractor: Extractor
     extracted: Extracted
     reg: bytes  # the registry offset of the routing table it was extracted for
+
+    def src(self, i: int) -> bytes:
+        """Record ``i``'s input coordinates, as ``encode_src`` writes them."""
+        msg = self.msgs[i]
+        return encode_src(cast("str", msg.topic()), cast("int", msg.partition()), self.offsets[i])
 
 
 class Router:
@@ -231,13 +237,13 @@ class Router:
             self._pending[(topic, partition)] = offsets[-1] + 1
             return None
         values: list[bytes | None] = [m.value() for m in msgs]
-        # The input coordinates as ``encode_src`` writes them, without a call per record.
-        prefix = b"[" + orjson.dumps(topic) + b",%d,%d]"
+        # The keyed copies' heads, without a call per record.
+        head = frame_head(reg, topic)
         return _Fetched(
             msgs,
             values,
             offsets,
-            [prefix % (partition, o) for o in offsets],
+            [head % (partition, o) for o in offsets],
             [m.timestamp() for m in msgs],
             extractor,
             extract(extractor, msgs, values),
@@ -270,26 +276,22 @@ class Router:
             for _, fetched, start, stop in runs:
                 keys = fetched.extracted.keys[g]
                 rejected = fetched.extracted.rejected
-                values, srcs, stamps, reg = (
-                    fetched.values,
-                    fetched.srcs,
-                    fetched.stamps,
-                    fetched.reg,
-                )
-                registry_header = (REGISTRY_HEADER, reg)
+                values, heads, stamps = fetched.values, fetched.heads, fetched.stamps
                 for i in range(start, stop):
                     key = keys[i]
                     if isinstance(key, bytes):
                         ts_type, ts = stamps[i]
-                        headers: list[tuple[str, str | bytes | None]] = [
-                            (SRC_HEADER, srcs[i]),
-                            registry_header,
-                        ]
+                        value = values[i]
+                        headers: list[tuple[str, str | bytes | None]] | None = None
+                        if value is None:  # no value to frame: headers (``fleet.keyed``)
+                            headers = [(SRC_HEADER, fetched.src(i)), (REGISTRY_HEADER, fetched.reg)]
+                        else:
+                            value = heads[i] + value
                         try:
                             # Positional only (``fleet.batching``): the routing's costliest call.
                             produce(
                                 keyed_topic,
-                                values[i],
+                                value,
                                 key,
                                 ANY_PARTITION,
                                 delivered,
@@ -299,7 +301,7 @@ class Router:
                             )
                         except BufferError:  # the local queue is full: the slow path waits
                             stamp = ts if ts_type else None
-                            self._produce(keyed_topic, key, values[i], headers, stamp)
+                            self._produce(keyed_topic, key, value, headers, stamp)
                         routed += 1
                     elif key is None:
                         if i not in rejected:
@@ -307,7 +309,7 @@ class Router:
                     else:
                         self._dead_letter(
                             fetched.msgs[i],
-                            srcs[i],
+                            fetched.src(i),
                             "no_type",
                             f"type field {key.field!r} missing or not a string",
                         )
@@ -320,7 +322,7 @@ class Router:
             for i, verdict in sorted(rejected.items()) if rejected else ():
                 if start <= i < stop:
                     self._dead_letter(
-                        fetched.msgs[i], fetched.srcs[i], verdict.reason, verdict.error
+                        fetched.msgs[i], fetched.src(i), verdict.reason, verdict.error
                     )
 
     def _merged(self, topic: str) -> bool:
@@ -333,10 +335,12 @@ class Router:
         topic: str,
         key: bytes | None,
         value: bytes | None,
-        headers: list[tuple[str, str | bytes | None]],
+        headers: list[tuple[str, str | bytes | None]] | None,
         timestamp: int | None,
     ) -> None:
-        kwargs: dict[str, Any] = {"on_delivery": self._delivered, "headers": headers}
+        kwargs: dict[str, Any] = {"on_delivery": self._delivered}
+        if headers is not None:
+            kwargs["headers"] = headers
         if timestamp is not None:
             kwargs["timestamp"] = timestamp
         while True:

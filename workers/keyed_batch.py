@@ -1,9 +1,9 @@
 """Keyed records as arrays: one consumed batch of one keyed partition.
 
 The worker's hot path works per batch, not per record: a consumed batch is split by
-keyed partition, and each part keeps its offsets, values, input coordinates
-(``cerfleet-src``) and registry offsets as parallel lists, read off the messages with
-one comprehension each and the headers decoded with one JSON call per batch. Nothing
+keyed partition, and each part keeps its offsets, input values, input coordinates and
+registry offsets as parallel lists, read off the messages with one comprehension each
+and the values' heads (``cerfleet.fleet.keyed``) decoded with one JSON call. Nothing
 is made per record but what Kafka's client hands out (the message and its bytes); a
 record becomes an object of its own only when it is dead-lettered.
 """
@@ -17,7 +17,7 @@ from typing import Any, cast
 import orjson
 from confluent_kafka import Message
 
-from cerfleet.fleet.keyed import REGISTRY_HEADER, SRC_HEADER
+from cerfleet.fleet.keyed import REGISTRY_HEADER, SRC_HEADER, unframe
 
 __all__ = ["KeyedBatch", "Source", "split_by_partition"]
 
@@ -51,8 +51,14 @@ class KeyedBatch:
         """The batch of ``msgs`` (data records of one partition, in offset order)."""
         offsets = cast("list[int]", [m.offset() for m in msgs])  # data records have offsets
         values: list[bytes | None] = [m.value() for m in msgs]
-        sources, registries = _headers([m.headers() for m in msgs])
-        return cls(offsets, values, sources, registries, None, msgs)
+        # Records are framed (``cerfleet.fleet.keyed``): no headers. Asking costs little
+        # when there are none; a record with headers is read from them.
+        headers = [m.headers() for m in msgs]
+        if not any(headers) and None not in values:
+            read = unframe(cast("list[bytes]", values))
+            if read is not None:
+                return cls(offsets, *read, None, msgs)  # type: ignore[arg-type]
+        return cls(offsets, *_mixed(values, headers), None, msgs)
 
 
 def split_by_partition(
@@ -75,11 +81,33 @@ def split_by_partition(
     return parts, errors
 
 
+def _mixed(
+    values: list[bytes | None], headers: list[Any]
+) -> tuple[list[bytes | None], list[Source | None], list[int]]:
+    """The input values, sources and registry offsets of records some of which carry
+    them as headers (records without a value, or written by older coordinators)."""
+    framed = [i for i, h in enumerate(headers) if not h and values[i] is not None]
+    if not framed:
+        return values, *_headers(headers)
+    values = list(values)
+    sources, registries = _headers(headers)
+    read = unframe([cast("bytes", values[i]) for i in framed])
+    if read is None:  # some value is neither framed nor with headers: each alone
+        for i in framed:
+            one = unframe([cast("bytes", values[i])])
+            if one is not None:
+                (values[i],), (sources[i],), (registries[i],) = one
+        return values, sources, registries
+    for i, value, src, reg in zip(framed, *read, strict=True):
+        values[i], sources[i], registries[i] = value, src, reg
+    return values, sources, registries
+
+
 def _headers(
     headers: Sequence[Any],
 ) -> tuple[list[Source | None], list[int]]:
-    """The sources and registry offsets of records with these headers. The coordinator
-    writes exactly ``[src, registry]``: those are decoded in one call; any other shape
+    """The sources and registry offsets of records with these headers. Coordinators
+    wrote exactly ``[src, registry]``: those are decoded in one call; any other shape
     header by header."""
     n = len(headers)
     if all(

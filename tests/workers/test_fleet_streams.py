@@ -17,7 +17,7 @@ import orjson
 from confluent_kafka.admin import AdminClient
 
 from benchmarks.datasets import stock, to_dicts
-from cerfleet.fleet.keyed import SRC_HEADER, header
+from cerfleet.fleet.keyed import keyed_record
 from cerfleet.query import compile_query
 from tests.fleet import Fleet
 
@@ -73,8 +73,10 @@ def test_each_topic_is_the_stream_it_is_mapped_to(fleet: Fleet) -> None:
     keyed_reader.wait_for(900, timeout=120, settle=1.0)
     by_partition: dict[int, list[tuple[Record, dict[str, Any]]]] = {}
     for msg in keyed_reader.records:
-        src = orjson.loads(header(msg.headers(), SRC_HEADER) or b"null")
+        value, src, _ = keyed_record(msg)  # the input's value behind the copy's head
+        assert src is not None
         name = next(n for n, t in topics.items() if t == src[0])
+        assert value == orjson.dumps(inputs[name][src[2]])
         by_partition.setdefault(msg.partition(), []).append(
             ((src[0], src[2]), inputs[name][src[2]])
         )

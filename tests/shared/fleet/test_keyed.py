@@ -1,4 +1,5 @@
-"""The keyed-topic contract: record keys, group ids, keyed topic names and headers."""
+"""The keyed-topic contract: record keys, group ids, keyed topic names, the copies' heads
+and headers."""
 
 from __future__ import annotations
 
@@ -12,12 +13,17 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from cerfleet.fleet.keyed import (
+    REGISTRY_HEADER,
+    SRC_HEADER,
     GroupId,
     decode_src,
     encode_src,
+    frame,
     header,
     header_items,
     key_of,
+    keyed_record,
+    unframe,
 )
 from cerfleet.query import compile_query
 
@@ -162,3 +168,65 @@ def test_header_items_and_header() -> None:
     assert header(None, "a") is None
     assert header_items(Headers(None)) == []  # type: ignore[arg-type]
     assert header_items(Headers({"x": "y"})) == [("x", b"y")]  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------- framed values
+
+topics = st.from_regex(r"\A[A-Za-z0-9._-]{1,40}\Z")
+framed_records = st.tuples(
+    st.integers(0, 2**62),  # registry offset
+    topics,
+    st.integers(0, 2**31 - 1),
+    st.integers(0, 2**63 - 1),
+    st.binary(max_size=40) | st.sampled_from([b"", b"]]", b'[1,["t",0,0]]', b'{"a":[[1]]}']),
+)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.lists(framed_records, min_size=1, max_size=20))
+def test_unframe_gives_back_each_value_source_and_registry(
+    records: list[tuple[int, str, int, int, bytes]],
+) -> None:
+    framed = [frame(*r) for r in records]
+    assert unframe(framed) == (
+        [r[4] for r in records],
+        [[r[1], r[2], r[3]] for r in records],
+        [r[0] for r in records],
+    )
+    for value, (registry, topic, partition, offset, original) in zip(framed, records, strict=True):
+        msg = Message(value)
+        assert keyed_record(msg) == (original, (topic, partition, offset), registry)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        b'{"type":"BUY","price":1}',  # a value as an older coordinator copied it
+        b'{"a":[[1]]}',  # a "]]" that ends no head
+        b"[1,2]]",  # a head of the wrong shape
+        b'[1,["t",0]]{}',  # a source without its offset
+        b'["1",["t",0,0]]{}',  # a registry offset that is no integer
+        b'[1,["t",0,0],2]]{}',
+        b"",
+    ],
+)
+def test_a_value_without_its_head_is_not_unframed(value: bytes) -> None:
+    assert unframe([frame(3, "t", 0, 1, b"{}"), value]) is None
+    with pytest.raises(ValueError, match="without its head"):
+        keyed_record(Message(value))  # type: ignore[arg-type]
+
+
+def test_a_record_with_headers_is_read_from_them() -> None:
+    headers = [(SRC_HEADER, encode_src("in", 2, 40)), (REGISTRY_HEADER, b"9")]
+    value = b'{"type":"BUY"}'
+    assert keyed_record(Message(value, headers)) == (value, ("in", 2, 40), 9)  # type: ignore[arg-type]
+    assert keyed_record(Message(None, headers)) == (None, ("in", 2, 40), 9)  # type: ignore[arg-type]
+
+
+class Message(Headers):
+    def __init__(self, value: bytes | None, headers: Any = None) -> None:
+        super().__init__(headers)
+        self._value = value
+
+    def value(self) -> bytes | None:
+        return self._value
