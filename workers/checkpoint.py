@@ -62,6 +62,7 @@ class Checkpoint:
     keyed_topic: str
     partition: int
     next_offset: int
+    # Per input partition, named ``topic:partition``, the highest input offset processed.
     sources: dict[str, int] = field(default_factory=dict)
     queries: dict[str, QueryCheckpoint] = field(default_factory=dict)
     retired: list[tuple[str, int]] = field(default_factory=list)
@@ -69,6 +70,16 @@ class Checkpoint:
     registry_seen: int = 0
     # Queries suspended on the partition (``cerfleet.workers.budget``), by name.
     suspended: dict[str, Suspension] = field(default_factory=dict)
+
+    @staticmethod
+    def named(sources: dict[tuple[str, int], int]) -> dict[str, int]:
+        """``sources`` (per input partition) keyed as a checkpoint names them."""
+        return {f"{topic}:{partition}": offset for (topic, partition), offset in sources.items()}
+
+    def input_sources(self) -> dict[tuple[str, int], int]:
+        """``sources`` per input partition (topic, number)."""
+        split = (name.rpartition(":") for name in self.sources)
+        return {(t, int(p)): o for (t, _, p), o in zip(split, self.sources.values(), strict=True)}
 
     def encode(self) -> bytes:
         names = sorted(self.queries)

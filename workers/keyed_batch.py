@@ -66,6 +66,13 @@ def split_by_partition(
 ) -> tuple[dict[tuple[str, int], list[Message]], list[Any]]:
     """The data records of a consumed batch per keyed partition (in order), and the
     errors among them (``KafkaError``)."""
+    msgs = list(msgs)
+    # A consume call usually hands out one partition's records (the client queues
+    # them per partition): then the batch is one part, found in C.
+    if msgs and not any(map(Message.error, msgs)):
+        topics, partitions = set(map(Message.topic, msgs)), set(map(Message.partition, msgs))
+        if len(topics) == 1 and len(partitions) == 1:
+            return {(topics.pop(), partitions.pop()): msgs}, []  # type: ignore[dict-item]
     parts: dict[tuple[str, int], list[Message]] = {}
     errors: list[Any] = []
     for msg in msgs:

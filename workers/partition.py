@@ -102,7 +102,8 @@ class PartitionState:
     partition: int
     catalog: Catalog
     next_offset: int = 0
-    sources: dict[str, int] = field(default_factory=dict)
+    # Per input partition (topic, number), the highest input offset processed.
+    sources: dict[tuple[str, int], int] = field(default_factory=dict)
     runs: dict[str, QueryRun] = field(default_factory=dict)
     retired: set[tuple[str, int]] = field(default_factory=set)
     output_bounds: dict[str, int] = field(default_factory=dict)
@@ -237,18 +238,20 @@ class PartitionState:
         self.next_offset = offsets[-1] + 1
         self.dirty = True
         seen = self.sources
+        last = seen.get
         fresh: list[int] = []
         keep = fresh.append
-        sources = batch.sources
-        for i in range(first, len(offsets)):
-            src = sources[i]
+        duplicates = 0
+        for i, src in enumerate(batch.sources[first:], first):
             if src is not None:
-                skey = f"{src[0]}:{src[1]}"
-                if src[2] <= seen.get(skey, -1):
-                    self.duplicates += 1
+                topic, partition, offset = src
+                where = (topic, partition)
+                if offset <= last(where, -1):
+                    duplicates += 1
                     continue
-                seen[skey] = src[2]
+                seen[where] = offset
             keep(i)
+        self.duplicates += duplicates
         return fresh
 
     def _letter(
@@ -328,7 +331,7 @@ class PartitionState:
             self.keyed_topic,
             self.partition,
             self.next_offset,
-            dict(self.sources),
+            Checkpoint.named(self.sources),
             {
                 name: QueryCheckpoint(
                     run.entry.version,
@@ -376,7 +379,7 @@ class PartitionState:
         if ckpt is None:
             return state
         state.next_offset = ckpt.next_offset
-        state.sources = dict(ckpt.sources)
+        state.sources = ckpt.input_sources()
         state.retired = set(ckpt.retired)
         state.output_bounds = dict(ckpt.output_bounds)
         state.registry_seen = ckpt.registry_seen

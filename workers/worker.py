@@ -32,7 +32,6 @@ import threading
 import time
 from bisect import bisect_left
 from collections.abc import Callable
-from functools import partial
 
 from confluent_kafka import (
     Consumer,
@@ -49,7 +48,6 @@ from cerfleet.fleet.keyed import (
     QUERY_HEADER,
     SRC_HEADER,
     STAGE_HEADER,
-    coordinates,
     encode_src,
 )
 from cerfleet.fleet.registry import Registry
@@ -320,7 +318,7 @@ class Worker(Ownership):
             target = targets.get(topic)
             if target is None:
                 partition = state.partition % self._partition_count(topic)
-                target = targets[topic] = (partial(self._on_output, tp, topic), partition)
+                target = targets[topic] = (self._on_output(tp, topic), partition)
             value, headers = output_record(tp, out)
             key = output_key(out.ce)
             self._produce(producer, topic, value, key, headers, target[1], target[0])
@@ -374,11 +372,19 @@ class Worker(Ownership):
             except BufferError:  # local queue full: serve delivery reports, then retry
                 producer.poll(0.05)
 
-    def _on_output(self, tp: TP, topic: str, err: KafkaError | None, msg: Message) -> None:
-        if err is not None:
-            self._on_delivery(err, msg)
-            return
+    def _on_output(self, tp: TP, topic: str) -> Callable[[KafkaError | None, Message], None]:
+        """The delivery callback of the outputs of ``tp`` to ``topic``: it runs once per
+        output, so it does no more than keep the highest offset delivered."""
         key = (tp, topic)
-        offset = coordinates(msg)[2]
-        if offset > self._delivered.get(key, -1):
-            self._delivered[key] = offset
+        delivered = self._delivered
+        failed = self._on_delivery
+
+        def on_output(err: KafkaError | None, msg: Message) -> None:
+            if err is not None:
+                failed(err, msg)
+                return
+            offset = msg.offset()
+            if offset is not None and offset > delivered.get(key, -1):
+                delivered[key] = offset
+
+        return on_output

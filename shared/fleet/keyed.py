@@ -128,24 +128,26 @@ def frame(registry: int, topic: str, partition: int, offset: int, value: bytes) 
 def unframe(values: Sequence[bytes]) -> tuple[list[bytes], list[Any], list[int]] | None:
     """The input values, sources (``[topic, partition, offset]`` lists) and registry
     offsets of framed keyed values; None if one of them is not framed."""
+    if not values:
+        return [], [], []
     try:
-        cuts = [v.index(b"]]") + 2 for v in values]
+        # The source's "]" is the head's first, and the head's own follows it.
+        cuts = [v.index(93) + 2 for v in values]
         heads = orjson.loads(
             b"[" + b",".join([v[:c] for v, c in zip(values, cuts, strict=True)]) + b"]"
         )
     except (ValueError, TypeError, orjson.JSONDecodeError):
         return None
-    if len(heads) != len(values):  # a head holding a comma of its own
+    if len(heads) != len(values) or set(map(type, heads)) != {list}:
+        return None  # a head holding a comma of its own, or no head at all
+    if set(map(len, heads)) != {2}:
         return None
-    try:
-        registries = [h[0] for h in heads]
-        sources = [h[1] for h in heads]
-    except (TypeError, IndexError, KeyError):
+    registries = [h[0] for h in heads]
+    sources = [h[1] for h in heads]
+    # Each check is one pass in C over the batch.
+    if set(map(type, registries)) != {int} or set(map(type, sources)) != {list}:
         return None
-    if not (
-        all(type(r) is int for r in registries)
-        and all(type(s) is list and len(s) == 3 for s in sources)
-    ):
+    if set(map(len, sources)) != {3}:
         return None
     return [v[c:] for v, c in zip(values, cuts, strict=True)], sources, registries
 

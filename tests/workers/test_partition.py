@@ -368,7 +368,8 @@ def test_duplicates_are_per_input_partition() -> None:
     state = fresh(topic)
     got = run(state, [records])
     assert state.duplicates == 2
-    assert state.sources == {f"{INPUT}:0": 8, f"{INPUT}:1": 7}
+    assert state.sources == {(INPUT, 0): 8, (INPUT, 1): 7}
+    assert state.checkpoint().sources == {f"{INPUT}:0": 8, f"{INPUT}:1": 7}
     assert {tuple(r[2]["positions"]) for r in got if r[0] == "g-plus"} == {(0, 1, 4)}
 
 
