@@ -1,18 +1,19 @@
 """The coordinator's time merge of its assigned input partitions, kept in step with the
-consumer: which partitions it covers, and which are paused to bound what it buffers."""
+consumer: which partitions it covers, and which are paused to bound what it buffers; and
+a consumed batch read per input partition."""
 
 from __future__ import annotations
 
 import logging
 import time
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from cerfleet.coordinator.time_merge import TimeMerge
 
-__all__ = ["SyncedInput"]
+__all__ = ["SyncedInput", "split_input"]
 
 log = logging.getLogger(__name__)
 
@@ -60,3 +61,27 @@ class SyncedInput(Generic[T]):
             except KafkaException as exc:
                 log.warning("resume on revoke: %s", exc)
             self._paused.difference_update(revoked)
+
+
+def split_input(
+    msgs: list[Message], ended: set[tuple[str, int]]
+) -> dict[tuple[str, int], list[Message]]:
+    """The records of a batch with errors or events among them, per partition (a batch
+    without is split by ``fleet.batching.by_partition``); adds to ``ended`` the
+    partitions read to their end after their last record here."""
+    by_tp: dict[tuple[str, int], list[Message]] = {}
+    for msg in msgs:
+        tp = cast("tuple[str, int]", (msg.topic(), msg.partition()))
+        err = msg.error()
+        if err is not None:
+            if err.code() == KafkaError._PARTITION_EOF:
+                ended.add(tp)
+            else:
+                log.warning("consume: %s", err)
+            continue
+        part = by_tp.get(tp)
+        if part is None:
+            part = by_tp[tp] = []
+        part.append(msg)
+        ended.discard(tp)
+    return by_tp

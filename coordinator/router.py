@@ -29,12 +29,18 @@ from typing import Any, cast
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from prometheus_client import CollectorRegistry
 
-from cerfleet.coordinator.input_sync import SyncedInput
+from cerfleet.coordinator.input_sync import SyncedInput, split_input
 from cerfleet.coordinator.metrics import RouterMetrics
 from cerfleet.coordinator.partition_keys import Extracted
 from cerfleet.coordinator.rdf_routing import Extractor, extract, extractor_for
 from cerfleet.coordinator.time_merge import Run
-from cerfleet.fleet.batching import ANY_PARTITION, BATCHED_PRODUCER, NO_TIMESTAMP, drain
+from cerfleet.fleet.batching import (
+    ANY_PARTITION,
+    BATCHED_PRODUCER,
+    NO_TIMESTAMP,
+    by_partition,
+    drain,
+)
 from cerfleet.fleet.commits import commit_with_retry
 from cerfleet.fleet.groups import Group, groups_by_topic, groups_of
 from cerfleet.fleet.keyed import (
@@ -43,7 +49,7 @@ from cerfleet.fleet.keyed import (
     SRC_HEADER,
     STAGE_HEADER,
     encode_src,
-    frame_head,
+    frame_format,
 )
 from cerfleet.fleet.registry import Registry
 from cerfleet.fleet.registry import ensure_topic as ensure_registry_topic
@@ -74,11 +80,11 @@ class _Fetched:
     msgs: list[Message]
     values: list[bytes | None]
     offsets: list[int]
-    heads: list[bytes]  # each record's head in its keyed copies (``fleet.keyed.frame``)
     stamps: list[tuple[int, int]]  # each record's (timestamp type, timestamp)
     extractor: Extractor
     extracted: Extracted
     reg: bytes  # the registry offset of the routing table it was extracted for
+    framed: bytes  # the copies' values, as ``framed % (offset, value)`` (``fleet.keyed``)
 
     def src(self, i: int) -> bytes:
         """Record ``i``'s input coordinates, as ``encode_src`` writes them."""
@@ -192,22 +198,10 @@ class Router:
             return
         msgs = drain(self._consumer, self.settings.batch_size, 0.2)
         reg = str(registry_offset).encode()
-        by_tp: dict[tuple[str, int], list[Message]] = {}
         ended: set[tuple[str, int]] = set()  # read to its end after its last record here
-        for msg in msgs:
-            tp = cast("tuple[str, int]", (msg.topic(), msg.partition()))
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    ended.add(tp)
-                else:
-                    log.warning("consume: %s", err)
-                continue
-            part = by_tp.get(tp)
-            if part is None:
-                part = by_tp[tp] = []
-            part.append(msg)
-            ended.discard(tp)
+        by_tp = by_partition(msgs)
+        if by_tp is None:
+            by_tp = split_input(msgs, ended)
         now = time.monotonic()
         merge = self._input.merge
         for tp, part in by_tp.items():
@@ -237,17 +231,15 @@ class Router:
             self._pending[(topic, partition)] = offsets[-1] + 1
             return None
         values: list[bytes | None] = [m.value() for m in msgs]
-        # The keyed copies' heads, without a call per record.
-        head = frame_head(reg, topic)
         return _Fetched(
             msgs,
             values,
             offsets,
-            [head % (partition, o) for o in offsets],
             [m.timestamp() for m in msgs],
             extractor,
             extract(extractor, msgs, values),
             reg,
+            frame_format(reg, topic, partition),
         )
 
     def _emit(self, runs: Sequence[Run[_Fetched]]) -> None:
@@ -276,7 +268,8 @@ class Router:
             for _, fetched, start, stop in runs:
                 keys = fetched.extracted.keys[g]
                 rejected = fetched.extracted.rejected
-                values, heads, stamps = fetched.values, fetched.heads, fetched.stamps
+                values, offsets, stamps = fetched.values, fetched.offsets, fetched.stamps
+                framed = fetched.framed
                 for i in range(start, stop):
                     key = keys[i]
                     if isinstance(key, bytes):
@@ -286,7 +279,7 @@ class Router:
                         if value is None:  # no value to frame: headers (``fleet.keyed``)
                             headers = [(SRC_HEADER, fetched.src(i)), (REGISTRY_HEADER, fetched.reg)]
                         else:
-                            value = heads[i] + value
+                            value = framed % (offsets[i], value)
                         try:
                             # Positional only (``fleet.batching``): the routing's costliest call.
                             produce(

@@ -17,6 +17,7 @@ from typing import Any, cast
 import orjson
 from confluent_kafka import Message
 
+from cerfleet.fleet.batching import by_partition
 from cerfleet.fleet.keyed import REGISTRY_HEADER, SRC_HEADER, unframe
 
 __all__ = ["KeyedBatch", "Source", "split_by_partition"]
@@ -67,12 +68,9 @@ def split_by_partition(
     """The data records of a consumed batch per keyed partition (in order), and the
     errors among them (``KafkaError``)."""
     msgs = list(msgs)
-    # A consume call usually hands out one partition's records (the client queues
-    # them per partition): then the batch is one part, found in C.
-    if msgs and not any(map(Message.error, msgs)):
-        topics, partitions = set(map(Message.topic, msgs)), set(map(Message.partition, msgs))
-        if len(topics) == 1 and len(partitions) == 1:
-            return {(topics.pop(), partitions.pop()): msgs}, []  # type: ignore[dict-item]
+    runs = by_partition(msgs)
+    if runs is not None:
+        return runs, []
     parts: dict[tuple[str, int], list[Message]] = {}
     errors: list[Any] = []
     for msg in msgs:

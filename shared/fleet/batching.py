@@ -10,9 +10,18 @@ processed: small and immediate under a light load, large under a heavy one.
 
 from __future__ import annotations
 
+from typing import cast
+
 from confluent_kafka import Consumer, Message
 
-__all__ = ["ANY_PARTITION", "BATCHED_PRODUCER", "LINGER_MS", "NO_TIMESTAMP", "drain"]
+__all__ = [
+    "ANY_PARTITION",
+    "BATCHED_PRODUCER",
+    "LINGER_MS",
+    "NO_TIMESTAMP",
+    "by_partition",
+    "drain",
+]
 
 # Producers wait this long for more records before sending a batch. Under load
 # batches fill while the previous request is in flight anyway; a long linger only
@@ -43,3 +52,41 @@ def drain(consumer: Consumer, max_records: int, first_wait: float) -> list[Messa
     if not first or max_records <= 1:
         return first
     return first + consumer.consume(max_records - 1, 0)
+
+
+def by_partition(msgs: list[Message]) -> dict[tuple[str, int], list[Message]] | None:
+    """The records of a consumed batch per partition, in order; None when the batch holds
+    errors or events (``Message.error()``), which the caller then reads one by one.
+
+    The client queues what it fetched partition by partition, so a batch is a few runs of
+    one partition each: the runs are found from the partition numbers, read in C, rather
+    than a record at a time (a tuple and a dictionary look-up each, about a fifth of a
+    microsecond)."""
+    if not msgs or any(map(Message.error, msgs)):
+        return None
+    topics = set(map(Message.topic, msgs))
+    numbers = cast("list[int]", list(map(Message.partition, msgs)))
+    if len(topics) != 1:
+        names = cast("list[str]", list(map(Message.topic, msgs)))
+        parts: dict[tuple[str, int], list[Message]] = {}
+        for tp, msg in zip(zip(names, numbers, strict=True), msgs, strict=True):
+            part = parts.get(tp)
+            if part is None:
+                part = parts[tp] = []
+            part.append(msg)
+        return parts
+    topic = cast("str", topics.pop())
+    if numbers[0] == numbers[-1] and len(set(numbers)) == 1:
+        return {(topic, numbers[0]): msgs}
+    runs: dict[tuple[str, int], list[Message]] = {}
+    start = 0
+    cuts = [i for i in range(1, len(numbers)) if numbers[i] != numbers[i - 1]]
+    for stop in [*cuts, len(numbers)]:
+        tp = (topic, numbers[start])
+        run = runs.get(tp)
+        if run is None:
+            runs[tp] = msgs[start:stop]
+        else:
+            run += msgs[start:stop]
+        start = stop
+    return runs

@@ -110,19 +110,19 @@ def one_string_key(value: str) -> bytes:
     return dumps_kept([value])  # cached: a bytes object of orjson's own would be 4 KiB
 
 
-def frame_head(registry: bytes, topic: str) -> bytes:
-    """The head of the copies of ``topic``'s records routed at registry offset
-    ``registry`` (its digits), to be completed with ``head % (partition, offset)``
-    and followed by the value (``frame``)."""
+def frame_format(registry: bytes, topic: str, partition: int) -> bytes:
+    """The keyed copies' values of ``topic``'s records in ``partition`` routed at
+    registry offset ``registry`` (its digits), as ``fmt % (offset, value)``."""
     # A topic name holds none of ``%[]"``; escaped all the same, so no name can break
     # the format or the head.
     name = orjson.dumps(topic).replace(b"%", b"%%")
-    return b"[" + registry + b",[" + name + b",%d,%d]]"
+    rest = b",%d,%%d]]%%b" % partition  # the partition, then the offset and the value
+    return b"[" + registry + b",[" + name + rest
 
 
 def frame(registry: int, topic: str, partition: int, offset: int, value: bytes) -> bytes:
     """The keyed copy's value of an input record (see the module's docstring)."""
-    return frame_head(str(registry).encode(), topic) % (partition, offset) + value
+    return frame_format(str(registry).encode(), topic, partition) % (offset, value)
 
 
 def unframe(values: Sequence[bytes]) -> tuple[list[bytes], list[Any], list[int]] | None:

@@ -1,5 +1,6 @@
-"""``drain``: a batch is what has arrived, without waiting out the timeout for more; and the
-positional order the hot paths call ``Producer.produce`` in."""
+"""``drain``: a batch is what has arrived, without waiting out the timeout for more; a
+batch split per partition; and the positional order the hot paths call
+``Producer.produce`` in."""
 
 from __future__ import annotations
 
@@ -7,9 +8,17 @@ import time
 import uuid
 from collections.abc import Callable
 
-from confluent_kafka import TIMESTAMP_CREATE_TIME, Consumer, Message, Producer
+from confluent_kafka import TIMESTAMP_CREATE_TIME, Consumer, KafkaError, Message, Producer
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from cerfleet.fleet.batching import ANY_PARTITION, BATCHED_PRODUCER, NO_TIMESTAMP, drain
+from cerfleet.fleet.batching import (
+    ANY_PARTITION,
+    BATCHED_PRODUCER,
+    NO_TIMESTAMP,
+    by_partition,
+    drain,
+)
 from tests.kafka_broker import KafkaBroker
 
 
@@ -105,3 +114,37 @@ def test_positional_produce_sets_partition_callback_timestamp_and_headers(
         assert not keyed.headers()
     finally:
         consumer.close()
+
+
+# ----------------------------------------------------------------- by_partition
+
+# Runs of records of one partition, as the client queues them; partitions come back.
+runs = st.lists(
+    st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 3), st.integers(1, 5)), max_size=8
+)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(runs, st.booleans())
+def test_a_batch_is_split_per_partition_in_order(
+    drawn: list[tuple[str, int, int]], one_topic: bool
+) -> None:
+    msgs: list[Message] = []
+    want: dict[tuple[str, int], list[int]] = {}
+    for topic, partition, length in drawn:
+        topic = "a" if one_topic else topic
+        for _ in range(length):
+            offset = len(msgs)
+            msgs.append(Message(topic=topic, partition=partition, offset=offset))
+            want.setdefault((topic, partition), []).append(offset)
+    parts = by_partition(msgs)
+    if not msgs:
+        assert parts is None
+        return
+    assert parts is not None
+    assert {tp: [m.offset() for m in part] for tp, part in parts.items()} == want
+
+
+def test_a_batch_with_an_error_is_left_to_the_caller() -> None:
+    eof = Message(topic="a", partition=0, error=KafkaError(KafkaError._PARTITION_EOF))
+    assert by_partition([Message(topic="a", partition=0, offset=0), eof]) is None
