@@ -17,15 +17,15 @@ deterministic:
 They travel in front of the input record's value, which follows unchanged: the
 copy's value is ``[registry,[topic,partition,offset]]`` and then the value's bytes,
 e.g. ``[17,["stock",3,1234]]{"type":"BUY",…}`` (``frame``). Headers would do, but a
-consumed record's headers cost the client about a microsecond each to hand out
-(more than reading the rest of the record), and a producer a quarter of one to take
-in; the head is read for a whole batch with one JSON call (``unframe``). The head
-ends at the first ``]]``: a topic name holds no bracket. A record without a value
-(nothing to put a head in front of) carries them as headers instead, ``cerfleet-src``
-(the source as JSON) and ``cerfleet-registry``, as coordinators before this format
-wrote every record: a worker reads a record with headers from its headers
-(``keyed_record``), so it reads topics such coordinators wrote; workers must be
-upgraded before coordinators.
+consumed record's headers cost the client 0.6-1 µs per record to hand out (more than
+reading the rest of the record), and a producer about a quarter of a microsecond to
+take in; the heads of a whole batch are read with one JSON call (``unframe``). A head
+ends one byte after its first ``]`` (the source's): a topic name holds no bracket. A
+record without a value (nothing to put a head in front of) carries them as headers
+instead, ``cerfleet-src`` (the source as JSON) and ``cerfleet-registry``, as
+coordinators before this format wrote every record: a worker reads a record with
+headers from its headers (``keyed_record``), so it reads topics such coordinators
+wrote; workers must be upgraded before coordinators.
 """
 
 from __future__ import annotations
