@@ -1,7 +1,7 @@
 """The routing facts of a whole batch of input values at once: which records are not
 events, and each group's record key for the others.
 
-The coordinator copies values unchanged, so it needs only a few attributes of each:
+The coordinator copies values' bytes as they are, so it needs only a few attributes of each:
 the groups' type fields and PARTITION BY attributes. Those are decoded by one typed
 decoder call per record (msgspec, into a struct of just those fields); the rest of
 the value is skipped, never built into Python objects. The verdicts stay exactly

@@ -3,9 +3,10 @@
 Routing is stateless: the routing table is a function of the registry, which
 every coordinator reads from its topic, so any number of coordinators can
 share the input partitions through their consumer group. A record is copied
-unchanged (value and timestamp) to each group reading its topic, keyed by
-the group's PARTITION BY values; a record that is not a JSON object, or lacks
-a query's type field, goes to the dead-letter topic instead.
+to each group reading its topic, keyed by the group's PARTITION BY values, with
+its timestamp and its value behind a head naming where it came from
+(``fleet.keyed``); a record that is not a JSON object, or lacks a query's type
+field, goes to the dead-letter topic instead.
 
 Records are forwarded in event-time order across the assigned input partitions
 (``time_merge``), so that a keyed partition's clock does not run ahead of a slower
