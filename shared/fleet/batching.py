@@ -10,7 +10,7 @@ processed: small and immediate under a light load, large under a heavy one.
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 from confluent_kafka import Consumer, Message
 
@@ -66,23 +66,19 @@ def by_partition(msgs: list[Message]) -> dict[tuple[str, int], list[Message]] | 
         return None
     topics = set(map(Message.topic, msgs))
     numbers = cast("list[int]", list(map(Message.partition, msgs)))
-    if len(topics) != 1:
-        names = cast("list[str]", list(map(Message.topic, msgs)))
-        parts: dict[tuple[str, int], list[Message]] = {}
-        for tp, msg in zip(zip(names, numbers, strict=True), msgs, strict=True):
-            part = parts.get(tp)
-            if part is None:
-                part = parts[tp] = []
-            part.append(msg)
-        return parts
-    topic = cast("str", topics.pop())
-    if numbers[0] == numbers[-1] and len(set(numbers)) == 1:
+    one_topic = len(topics) == 1
+    topic = cast("str", next(iter(topics)))
+    if one_topic and numbers[0] == numbers[-1] and len(set(numbers)) == 1:
         return {(topic, numbers[0]): msgs}
+    # Runs end where the partition changes (with several topics, the topic or the number).
+    where: list[Any] = (
+        numbers if one_topic else list(zip(map(Message.topic, msgs), numbers, strict=True))
+    )
     runs: dict[tuple[str, int], list[Message]] = {}
     start = 0
-    cuts = [i for i in range(1, len(numbers)) if numbers[i] != numbers[i - 1]]
-    for stop in [*cuts, len(numbers)]:
-        tp = (topic, numbers[start])
+    cuts = [i for i in range(1, len(where)) if where[i] != where[i - 1]]
+    for stop in [*cuts, len(where)]:
+        tp = (topic, where[start]) if one_topic else where[start]
         run = runs.get(tp)
         if run is None:
             runs[tp] = msgs[start:stop]
