@@ -24,8 +24,8 @@ ends one byte after its first ``]`` (the source's): a topic name holds no bracke
 record without a value (nothing to put a head in front of) carries them as headers
 instead, ``cerfleet-src`` (the source as JSON) and ``cerfleet-registry``, as
 coordinators before this format wrote every record: a worker reads a record with
-headers from its headers (``keyed_record``), so it reads topics such coordinators
-wrote; workers must be upgraded before coordinators.
+headers from its headers (``workers.keyed_batch``), so it reads topics such
+coordinators wrote; workers must be upgraded before coordinators.
 """
 
 from __future__ import annotations
@@ -150,22 +150,6 @@ def unframe(values: Sequence[bytes]) -> tuple[list[bytes], list[Any], list[int]]
     if set(map(len, sources)) != {3}:
         return None
     return [v[c:] for v, c in zip(values, cuts, strict=True)], sources, registries
-
-
-def keyed_record(msg: Message) -> tuple[bytes | None, tuple[str, int, int] | None, int]:
-    """A consumed keyed record's input value, source and registry offset, in either
-    form (a framed value, or headers)."""
-    headers = header_items(msg)
-    value = msg.value()
-    if not headers and value is not None:
-        read = unframe([value])
-        if read is None:
-            raise ValueError(f"keyed record value without its head: {value[:60]!r}")
-        (value,), (src,), (registry,) = read
-        return value, (str(src[0]), int(src[1]), int(src[2])), registry
-    src_header, registry_header = header(headers, SRC_HEADER), header(headers, REGISTRY_HEADER)
-    source = None if src_header is None else decode_src(src_header)
-    return value, source, 0 if registry_header is None else int(registry_header)
 
 
 def encode_src(topic: str, partition: int, offset: int) -> bytes:

@@ -17,8 +17,8 @@ import orjson
 from confluent_kafka.admin import AdminClient
 
 from benchmarks.datasets import stock, to_dicts
-from cerfleet.fleet.keyed import keyed_record
 from cerfleet.query import compile_query
+from cerfleet.workers.keyed_batch import KeyedBatch
 from tests.fleet import Fleet
 
 QUERY = """SELECT * FROM S1, S2
@@ -73,7 +73,9 @@ def test_each_topic_is_the_stream_it_is_mapped_to(fleet: Fleet) -> None:
     keyed_reader.wait_for(900, timeout=120, settle=1.0)
     by_partition: dict[int, list[tuple[Record, dict[str, Any]]]] = {}
     for msg in keyed_reader.records:
-        value, src, _ = keyed_record(msg)  # the input's value behind the copy's head
+        # As the worker reads it: the input's value behind the copy's head.
+        read = KeyedBatch.of_messages([msg])
+        (value,), (src,) = read.values, read.sources
         assert src is not None
         name = next(n for n, t in topics.items() if t == src[0])
         assert value == orjson.dumps(inputs[name][src[2]])

@@ -13,8 +13,6 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from cerfleet.fleet.keyed import (
-    REGISTRY_HEADER,
-    SRC_HEADER,
     GroupId,
     decode_src,
     encode_src,
@@ -22,7 +20,6 @@ from cerfleet.fleet.keyed import (
     header,
     header_items,
     key_of,
-    keyed_record,
     unframe,
 )
 from cerfleet.query import compile_query
@@ -194,8 +191,7 @@ def test_unframe_gives_back_each_value_source_and_registry(
         [r[0] for r in records],
     )
     for value, (registry, topic, partition, offset, original) in zip(framed, records, strict=True):
-        msg = Message(value)
-        assert keyed_record(msg) == (original, (topic, partition, offset), registry)  # type: ignore[arg-type]
+        assert unframe([value]) == ([original], [[topic, partition, offset]], [registry])
 
 
 @pytest.mark.parametrize(
@@ -212,21 +208,4 @@ def test_unframe_gives_back_each_value_source_and_registry(
 )
 def test_a_value_without_its_head_is_not_unframed(value: bytes) -> None:
     assert unframe([frame(3, "t", 0, 1, b"{}"), value]) is None
-    with pytest.raises(ValueError, match="without its head"):
-        keyed_record(Message(value))  # type: ignore[arg-type]
-
-
-def test_a_record_with_headers_is_read_from_them() -> None:
-    headers = [(SRC_HEADER, encode_src("in", 2, 40)), (REGISTRY_HEADER, b"9")]
-    value = b'{"type":"BUY"}'
-    assert keyed_record(Message(value, headers)) == (value, ("in", 2, 40), 9)  # type: ignore[arg-type]
-    assert keyed_record(Message(None, headers)) == (None, ("in", 2, 40), 9)  # type: ignore[arg-type]
-
-
-class Message(Headers):
-    def __init__(self, value: bytes | None, headers: Any = None) -> None:
-        super().__init__(headers)
-        self._value = value
-
-    def value(self) -> bytes | None:
-        return self._value
+    assert unframe([value]) is None
