@@ -17,6 +17,7 @@ from confluent_kafka import Consumer, Message
 __all__ = [
     "ANY_PARTITION",
     "BATCHED_PRODUCER",
+    "FETCHING_CONSUMER",
     "LINGER_MS",
     "NO_TIMESTAMP",
     "by_partition",
@@ -34,6 +35,13 @@ BATCHED_PRODUCER = {
     "batch.num.messages": "10000",
     "compression.type": "lz4",
 }
+
+# Every consumer of the services' (``FleetSettings.consumer_config``). The client stops
+# fetching a partition once it holds ``queued.min.messages`` (100,000) of it unread, and
+# then looks again only after ``fetch.queue.backoff.ms``, 1 s by default: a service that
+# reads 100,000 records in a third of that sat idle the rest (reading a 300,000-record
+# partition from tansu: 253,195 records/s with the default, 2,879,967 with 10 ms).
+FETCHING_CONSUMER = {"fetch.queue.backoff.ms": "10"}
 
 # The hot paths call ``Producer.produce`` with positional arguments only, in the order the
 # pinned client reads them: topic, value, key, partition, on_delivery, callback (an alias

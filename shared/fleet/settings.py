@@ -23,6 +23,7 @@ from pydantic_settings import (
 )
 
 from cerfleet.bounds import DEFAULT_MAX_OUTPUTS_PER_EVENT
+from cerfleet.fleet.batching import FETCHING_CONSUMER
 from cerfleet.fleet.records import RecordLimits
 
 _CONFIG_FILE: ContextVar[Path | None] = ContextVar("cerfleet_config_file", default=None)
@@ -94,7 +95,7 @@ class FleetSettings(BaseSettings):
         return {"bootstrap.servers": self.bootstrap_servers, **self.kafka}
 
     def consumer_config(self, **overrides: str) -> dict[str, str]:
-        return {**self.client_config(), **overrides, **self.consumer}
+        return {**self.client_config(), **FETCHING_CONSUMER, **overrides, **self.consumer}
 
     def producer_config(self, **overrides: str) -> dict[str, str]:
         return {**self.client_config(), **overrides, **self.producer}

@@ -23,6 +23,7 @@ import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from cerfleet.errors import CerfleetError
+from cerfleet.fleet.batching import FETCHING_CONSUMER
 from cerfleet.workers.backfill.schemas import ARCHIVE, dates_of
 
 __all__ = ["RANGE_SCHEMA", "OffsetRange", "plan_ranges", "read_range", "read_ranges"]
@@ -71,6 +72,7 @@ class OffsetRange:
 def _reader(config: dict[str, str]) -> Consumer:
     return Consumer(
         {
+            **FETCHING_CONSUMER,
             **config,
             # Assigned partitions only: the group is never joined and nothing is committed.
             "group.id": f"cerfleet-backfill-{uuid.uuid4().hex[:8]}",

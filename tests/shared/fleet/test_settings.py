@@ -237,10 +237,18 @@ def test_client_consumer_and_producer_configs(monkeypatch: pytest.MonkeyPatch) -
     # The code's own settings override the common ones; the user's per-kind ones win.
     assert s.consumer_config(**{"group.id": "g", "fetch.wait.max.ms": "100"}) == {
         **client,
+        "fetch.queue.backoff.ms": "10",  # every consumer's (``FETCHING_CONSUMER``)
         "group.id": "g",
         "client.id": "consumer",
         "fetch.wait.max.ms": "5",
     }
+    # ... which the code and the user can still set.
+    assert s.consumer_config(**{"fetch.queue.backoff.ms": "50"})["fetch.queue.backoff.ms"] == "50"
+    monkeypatch.setenv("CERFLEET_CONSUMER", '{"fetch.queue.backoff.ms": "1000"}')
+    user = load_settings(FleetSettings, None, {"bootstrap_servers": "b:1"})
+    assert (
+        user.consumer_config(**{"fetch.queue.backoff.ms": "50"})["fetch.queue.backoff.ms"] == "1000"
+    )
     assert s.producer_config(**{"linger.ms": "5", "acks": "all"}) == {
         **client,
         "linger.ms": "20",
