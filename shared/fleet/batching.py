@@ -24,10 +24,13 @@ __all__ = [
     "drain",
 ]
 
-# Producers wait this long for more records before sending a batch. Under load
-# batches fill while the previous request is in flight anyway; a long linger only
-# adds its length to every hop when the load is light (three hops end to end).
-LINGER_MS = "1"
+# Producers wait this long for more records before sending a batch: librdkafka's and
+# Apache Kafka's own default. Shorter lingers send smaller batches, one per partition per
+# request, and a broker pays per batch: on tansu, a producer writing 17k records/s round
+# robin over 8 partitions saw them read at p99 195 ms with 1 ms, 22 ms with 5 ms; the
+# fleet's PARTITION BY query at 20k events/s (8 keyed partitions) had its p99 at 253.8 /
+# 258.7 ms with 1 ms, 120.4 / 138.8 with 5 and 126.1 / 80.1 with 10 (alternating runs).
+LINGER_MS = "5"
 # The services' producer settings (the coordinator adds its partitioner).
 BATCHED_PRODUCER = {
     "enable.idempotence": "true",
