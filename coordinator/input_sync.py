@@ -13,7 +13,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 
 from cerfleet.coordinator.time_merge import TimeMerge
 
-__all__ = ["SyncedInput", "split_input"]
+__all__ = ["SyncedInput", "consumer_lag", "split_input"]
 
 log = logging.getLogger(__name__)
 
@@ -23,8 +23,10 @@ T = TypeVar("T")
 class SyncedInput(Generic[T]):
     """A ``TimeMerge`` over the assigned partitions whose topic has a clock."""
 
-    def __init__(self, idle: float, cap: int) -> None:
-        self.merge: TimeMerge[T] = TimeMerge(idle)
+    def __init__(
+        self, idle: float, cap: int, lag: Callable[[tuple[str, int]], int | None] | None = None
+    ) -> None:
+        self.merge: TimeMerge[T] = TimeMerge(idle, lag)
         self.cap = cap  # a partition buffering this many records is paused until half go
         self._paused: set[tuple[str, int]] = set()
 
@@ -61,6 +63,21 @@ class SyncedInput(Generic[T]):
             except KafkaException as exc:
                 log.warning("resume on revoke: %s", exc)
             self._paused.difference_update(revoked)
+
+
+def consumer_lag(consumer: Consumer, tp: tuple[str, int]) -> int | None:
+    """Records of ``tp`` on the broker past what ``consumer`` handed out, by the high
+    watermark of its last fetch response (cached: no ListOffsets request, which some
+    brokers answer wrongly); None before its first fetch of ``tp`` or first record."""
+    part = TopicPartition(*tp)
+    try:
+        marks = consumer.get_watermark_offsets(part, cached=True)
+        [position] = consumer.position([part])
+    except KafkaException:
+        return None
+    if marks is None or marks[1] < 0 or position.offset < 0:
+        return None
+    return max(0, marks[1] - position.offset)
 
 
 def split_input(

@@ -30,7 +30,7 @@ from typing import Any, cast
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from prometheus_client import CollectorRegistry
 
-from cerfleet.coordinator.input_sync import SyncedInput, split_input
+from cerfleet.coordinator.input_sync import SyncedInput, consumer_lag, split_input
 from cerfleet.coordinator.metrics import RouterMetrics
 from cerfleet.coordinator.partition_keys import Extracted
 from cerfleet.coordinator.rdf_routing import Extractor, extract, extractor_for
@@ -111,7 +111,9 @@ class Router:
         self._failure: KafkaError | None = None
         self._extractors: dict[str, Extractor] = {}  # per input topic, for its groups
         self._input: SyncedInput[_Fetched] = SyncedInput(
-            settings.merge_idle, 2 * settings.batch_size
+            settings.merge_idle,
+            2 * settings.batch_size,
+            lambda tp: consumer_lag(self._consumer, tp),
         )
 
     def run(self, stop: threading.Event) -> None:

@@ -106,8 +106,9 @@ class CoordinatorSettings(FleetSettings):
     keyed_partitions: int = Field(8, ge=1)
     batch_size: int = Field(10_000, ge=1)
     commit_interval: float = Field(1.0, gt=0)
-    # Seconds an assigned input partition with nothing buffered, not known to be caught
-    # up, holds back the others (see ``cerfleet.coordinator.time_merge``).
+    # Seconds an assigned input partition with nothing buffered and not read to its end
+    # holds back the others; one with records left on the broker holds them back until
+    # they come (see ``cerfleet.coordinator.time_merge``).
     merge_idle: float = Field(2.0, ge=0)
 
 

@@ -1,10 +1,15 @@
-"""A consumed batch with errors or events among its records, read per input partition."""
+"""A consumed batch with errors or events among its records, read per input partition;
+and what the broker holds of a partition past the records handed out."""
 
 from __future__ import annotations
 
-from confluent_kafka import KafkaError, Message
+import time
+from collections.abc import Callable
 
-from cerfleet.coordinator.input_sync import split_input
+from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+
+from cerfleet.coordinator.input_sync import consumer_lag, split_input
+from tests.kafka_broker import KafkaBroker
 
 
 def _record(partition: int, offset: int) -> Message:
@@ -33,3 +38,43 @@ def test_other_errors_are_skipped() -> None:
     parts = split_input(msgs, ended)
     assert {tp: [m.offset() for m in part] for tp, part in parts.items()} == {("in", 0): [1]}
     assert ended == set()
+
+
+def test_consumer_lag_counts_what_the_broker_holds_past_the_records_handed_out(
+    kafka: KafkaBroker, topic_name: Callable[[str], str]
+) -> None:
+    topic = topic_name("lag")
+    kafka.create_topic(topic, 1)
+    producer = Producer(kafka.client_config())
+    for i in range(300):
+        producer.produce(topic, value=b"%d" % i, partition=0)
+    assert producer.flush(30) == 0
+    consumer = Consumer(
+        {
+            **kafka.client_config(),
+            "group.id": topic,
+            "auto.offset.reset": "earliest",
+            "enable.partition.eof": "true",
+            "fetch.wait.max.ms": "10",
+        }
+    )
+    tp = (topic, 0)
+    try:
+        consumer.assign([TopicPartition(topic, 0)])
+        assert consumer_lag(consumer, tp) is None  # nothing fetched yet: unknown
+        got, lags, ended = 0, [], False
+        deadline = time.monotonic() + 60
+        while not ended and time.monotonic() < deadline:
+            for msg in consumer.consume(100, 1.0):
+                if msg.error() is None:
+                    got += 1
+                else:
+                    ended = msg.error().code() == KafkaError._PARTITION_EOF
+            if got:
+                lags.append((got, consumer_lag(consumer, tp)))
+        assert ended and got == 300
+        # Once a record is handed out, the fetched high watermark tells what is left.
+        assert all(lag == 300 - n for n, lag in lags)
+        assert lags[-1] == (300, 0)
+    finally:
+        consumer.close()

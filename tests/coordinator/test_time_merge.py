@@ -54,14 +54,16 @@ def _run(
     parts: list[list[list[Record]]],
     order: list[int],
     takes: list[list[Record]] | None = None,
+    fed: list[int] | None = None,
 ) -> list[Record]:
     """Feed the chunks in ``order`` (a partition's EOF right after its last chunk) and
-    return what ``take`` forwards after each fetch (each take's records into ``takes``)."""
+    return what ``take`` forwards after each fetch (each take's records into ``takes``;
+    the chunks fed per partition counted in ``fed``)."""
     tps: list[TP] = [("in", p) for p in range(len(parts))]
     merge.assign(tps, now=0.0)
     out: list[Record] = []
     left = [len(chunks) for chunks in parts]
-    fed = [0] * len(parts)
+    fed = [0] * len(parts) if fed is None else fed
     for p in order:
         chunk = parts[p][fed[p]]
         fed[p] += 1
@@ -137,6 +139,27 @@ def test_with_every_empty_partition_idle_each_take_is_in_time_order(
         assert times == sorted(times)
 
 
+@settings(max_examples=200, deadline=None)
+@given(backlogs())
+def test_knowing_the_lag_keeps_time_order_even_without_an_idle_wait(
+    case: tuple[list[list[list[Record]]], list[int]],
+) -> None:
+    """With each partition's lag known (unknown before its first fetch, then the records
+    not fetched yet), no partition with records still to come is idle, so records leave
+    in time order although an empty partition caught up is idle at once."""
+    parts, order = case
+    fed = [0] * len(parts)
+
+    def lag(tp: TP) -> int | None:
+        p = tp[1]
+        return None if not fed[p] else sum(map(len, parts[p][fed[p] :]))
+
+    out = _run(TimeMerge(idle=0.0, lag=lag), parts, order, fed=fed)
+    clock = _each_once_in_offset_order(out, parts)
+    times = [clock[(r[0], r[1])] for r in out]
+    assert times == sorted(times)
+
+
 def test_a_partition_not_heard_from_holds_the_others_back_until_it_is_idle() -> None:
     merge: TimeMerge[list[int]] = TimeMerge(idle=2.0)
     a, b = ("in", 0), ("in", 1)
@@ -150,6 +173,27 @@ def test_a_partition_not_heard_from_holds_the_others_back_until_it_is_idle() -> 
     assert merge.take(now=2.5) == []
     merge.end(a)
     assert merge.take(now=2.5) == [(b, [5], 0, 1)]
+
+
+def test_a_partition_with_records_left_on_the_broker_is_never_idle() -> None:
+    """Lag unknown (never fetched) or positive: the partition holds the others back
+    however long it stays empty; caught up (lag 0): idle after ``idle`` seconds; at its
+    end: at once."""
+    lags: dict[TP, int | None] = {}
+    merge: TimeMerge[list[int]] = TimeMerge(idle=2.0, lag=lambda tp: lags.get(tp))
+    a, b = ("in", 0), ("in", 1)
+    merge.assign([a, b], now=0.0)
+    merge.push(a, [0, 1, 2], [10.0, 20.0, 30.0], now=0.5)
+    assert merge.take(now=100.0) == []  # b's lag unknown
+    lags[b] = 4
+    assert merge.take(now=100.0) == []  # b has 4 records the consumer has not handed out
+    lags[b] = 0
+    assert merge.take(now=1.0) == []  # caught up, but empty for 1 s only
+    assert merge.take(now=2.0) == [(a, [0, 1, 2], 0, 3)]
+    merge.push(b, [5], [5.0], now=3.0)
+    lags[a] = None
+    merge.end(a)
+    assert merge.take(now=3.0) == [(b, [5], 0, 1)]
 
 
 def test_a_partition_at_its_end_holds_nothing_back_and_force_forwards_all() -> None:
@@ -181,8 +225,10 @@ class _Rescanning(TimeMerge[list[Record]]):
                 if part.size:
                     chunk = part.chunks[0]
                     heads.append((chunk.times[chunk.pos], tp))
-                elif not force and not part.at_end and now - part.empty_since < self.idle:
-                    return runs
+                elif not force and not part.at_end:
+                    lag = 0 if self.lag is None else self.lag(tp)
+                    if now - part.empty_since < self.idle or lag is None or lag > 0:
+                        return runs
             if not heads:
                 return runs
             heads.sort()
@@ -221,20 +267,31 @@ def _same_runs_as_rescanning(
     case: tuple[list[list[list[Record]]], list[int]],
     idle: float,
     clock: list[tuple[float, bool]],
+    lagged: bool = False,
 ) -> None:
     # Same pushes, ends, clocks and forced takes on both: the same runs, one by one.
+    # ``lagged``: both know each partition's lag (unknown until its first chunk, then
+    # the records of its chunks not pushed yet), as the coordinator's consumer does.
     parts, order = case
-    merges = (TimeMerge[list[Record]](idle), _Rescanning(idle))
+    fed = [0] * len(parts)
+
+    def lag(tp: TP) -> int | None:
+        p = tp[1]
+        return None if not fed[p] else sum(map(len, parts[p][fed[p] :]))
+
+    merges = (
+        TimeMerge[list[Record]](idle, lag if lagged else None),
+        _Rescanning(idle, lag if lagged else None),
+    )
     tps: list[TP] = [("in", p) for p in range(len(parts))]
     for merge in merges:
         merge.assign(tps, now=0.0)
-    fed = [0] * len(parts)
     now = 0.0
     for step, p in enumerate(order):
         advance, force = clock[step % len(clock)]
         now += advance
         chunk = parts[p][fed[p]]
-        fed[p] += 1
+        fed[p] += 1  # as the consumer hands the chunk out: both merges see the new lag
         runs = []
         for merge in merges:
             merge.push(tps[p], chunk, [r[2] for r in chunk], now=now)
@@ -249,22 +306,29 @@ CLOCKS = st.lists(st.tuples(st.floats(0, 3), st.booleans()), min_size=1, max_siz
 
 
 @settings(max_examples=500, deadline=None)
-@given(backlogs(), st.sampled_from([0.0, 1.0, INF]), CLOCKS)
+@given(backlogs(), st.sampled_from([0.0, 1.0, INF]), CLOCKS, st.booleans())
 def test_the_heap_takes_the_runs_a_rescan_of_every_head_takes(
     case: tuple[list[list[list[Record]]], list[int]],
     idle: float,
     clock: list[tuple[float, bool]],
+    lagged: bool,
 ) -> None:
     with patch.object(time_merge, "_SORTED_FROM", 10**9):  # the heap alone
-        _same_runs_as_rescanning(case, idle, clock)
+        _same_runs_as_rescanning(case, idle, clock, lagged)
 
 
 @settings(max_examples=500, deadline=None)
-@given(st.one_of(backlogs(), distinct_backlogs()), st.sampled_from([0.0, 1.0, INF]), CLOCKS)
+@given(
+    st.one_of(backlogs(), distinct_backlogs()),
+    st.sampled_from([0.0, 1.0, INF]),
+    CLOCKS,
+    st.booleans(),
+)
 def test_sorting_the_clocks_takes_the_runs_a_rescan_of_every_head_takes(
     case: tuple[list[list[list[Record]]], list[int]],
     idle: float,
     clock: list[tuple[float, bool]],
+    lagged: bool,
 ) -> None:
     # Sorting from the first buffered record on, and one partition alone too, not only
     # where the heap would cost more.
@@ -272,7 +336,7 @@ def test_sorting_the_clocks_takes_the_runs_a_rescan_of_every_head_takes(
         patch.object(time_merge, "_SORTED_FROM", 1),
         patch.object(time_merge, "_SORTED_PARTITIONS", 1),
     ):
-        _same_runs_as_rescanning(case, idle, clock)
+        _same_runs_as_rescanning(case, idle, clock, lagged)
 
 
 def test_interleaved_partitions_are_merged_by_sorting_into_the_heaps_runs(
