@@ -19,6 +19,8 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+WARN_AFTER = 30.0  # seconds an input partition holds the others back before a warning
+
 
 class SyncedInput(Generic[T]):
     """A ``TimeMerge`` over the assigned partitions whose topic has a clock."""
@@ -29,6 +31,34 @@ class SyncedInput(Generic[T]):
         self.merge: TimeMerge[T] = TimeMerge(idle, lag)
         self.cap = cap  # a partition buffering this many records is paused until half go
         self._paused: set[tuple[str, int]] = set()
+        self._waiting_since: dict[tuple[str, int], float] = {}
+        self._warned = float("-inf")
+
+    def watch(self, now: float) -> tuple[int, list[tuple[str, int]]]:
+        """Records buffered, and the partitions holding them back; warns (at most every
+        ``WARN_AFTER`` seconds) while one has held them back that long: a partition with
+        records left on the broker is waited for however long it takes to fetch them,
+        and one whose leader is unreachable stops the routing of the others."""
+        merge = self.merge
+        waiting = merge.waiting(now)
+        since = self._waiting_since
+        for tp in [tp for tp in since if tp not in waiting]:
+            del since[tp]
+        late = [tp for tp in waiting if now - since.setdefault(tp, now) >= WARN_AFTER]
+        if late and now - self._warned >= WARN_AFTER:
+            self._warned = now
+            lags = [None if merge.lag is None else merge.lag(tp) for tp in late]
+            named = ", ".join(
+                f"{t}[{p}] (lag {'unknown' if lag is None else lag})"
+                for (t, p), lag in zip(late, lags, strict=True)
+            )
+            log.warning(
+                "time merge: input partitions empty for %.0f s or more hold back the "
+                "others' records: %s",
+                WARN_AFTER,
+                named,
+            )
+        return sum(merge.buffered(tp) for tp in merge.partitions()), waiting
 
     def cover(self, assigned: list[TopicPartition], merged: Callable[[str], bool]) -> None:
         """Make the merge cover exactly the ``assigned`` partitions of ``merged`` topics."""

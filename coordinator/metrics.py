@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from cerfleet.coordinator.input_sync import SyncedInput
 from cerfleet.fleet.observability import dead_letters_counter
 
 __all__ = ["RouterMetrics"]
@@ -29,3 +32,18 @@ class RouterMetrics:
         self.dead_letters = dead_letters_counter(registry)
         self.queries = Gauge("cerfleet_queries", "Registered queries", registry=registry)
         self.groups = Gauge("cerfleet_groups", "Query groups (keyed topics)", registry=registry)
+        self.merge_buffered = Gauge(
+            "cerfleet_coordinator_merge_buffered",
+            "Input records fetched and held by the time merge",
+            registry=registry,
+        )
+        self.merge_waiting = Gauge(
+            "cerfleet_coordinator_merge_waiting",
+            "Empty input partitions the time merge waits for",
+            registry=registry,
+        )
+
+    def watch(self, synced: SyncedInput[Any], now: float) -> None:
+        buffered, waiting = synced.watch(now)
+        self.merge_buffered.set(buffered)
+        self.merge_waiting.set(len(waiting))

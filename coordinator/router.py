@@ -153,6 +153,7 @@ class Router:
                 if time.monotonic() - last_commit >= s.commit_interval:
                     self._commit()
                     last_commit = time.monotonic()
+                    self.metrics.watch(self._input, last_commit)
             self._commit()
         finally:
             self.ready = False

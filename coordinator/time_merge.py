@@ -98,6 +98,18 @@ class TimeMerge(Generic[T]):
         part = self._parts.get(tp)
         return 0 if part is None else part.size
 
+    def waiting(self, now: float) -> list[TP]:
+        """The empty partitions that hold back what is buffered of the others (none
+        while nothing is buffered)."""
+        parts = self._parts
+        if not any(part.size for part in parts.values()):
+            return []
+        return [
+            tp
+            for tp, part in parts.items()
+            if not part.size and self._holds_back(tp, part, now, False)
+        ]
+
     def assign(self, tps: Iterable[TP], now: float) -> None:
         for tp in tps:
             if tp not in self._parts:

@@ -3,12 +3,14 @@ and what the broker holds of a partition past the records handed out."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 
+import pytest
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
-from cerfleet.coordinator.input_sync import consumer_lag, split_input
+from cerfleet.coordinator.input_sync import SyncedInput, consumer_lag, split_input
 from tests.kafka_broker import KafkaBroker
 
 
@@ -78,3 +80,28 @@ def test_consumer_lag_counts_what_the_broker_holds_past_the_records_handed_out(
         assert lags[-1] == (300, 0)
     finally:
         consumer.close()
+
+
+def test_watch_reports_what_waits_and_warns_once_a_partition_held_it_long(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    lags: dict[tuple[str, int], int | None] = {("in", 1): None}
+    synced: SyncedInput[list[int]] = SyncedInput(2.0, 100, lags.get)
+    a, b = ("in", 0), ("in", 1)
+    synced.merge.assign([a, b], now=0.0)
+    assert synced.watch(0.0) == (0, [])  # nothing buffered: nothing waits
+    synced.merge.push(a, [0, 1], [1.0, 2.0], now=1.0)
+    with caplog.at_level(logging.WARNING, logger="cerfleet.coordinator.input_sync"):
+        assert synced.watch(1.0) == (2, [b])
+        assert synced.watch(30.0) == (2, [b]) and not caplog.records  # held 29 s
+        assert synced.watch(31.0) == (2, [b])
+        assert [r.getMessage() for r in caplog.records] == [
+            "time merge: input partitions empty for 30 s or more hold back the others' "
+            "records: in[1] (lag unknown)"
+        ]
+        lags[b] = 5
+        assert synced.watch(40.0) == (2, [b]) and len(caplog.records) == 1  # not again yet
+        assert synced.watch(61.0) == (2, [b]) and "in[1] (lag 5)" in caplog.records[-1].getMessage()
+        lags[b] = 0  # caught up: idle, the records leave
+        assert synced.merge.take(62.0) == [(a, [0, 1], 0, 2)]
+        assert synced.watch(62.0) == (0, [])

@@ -96,9 +96,18 @@ def _events() -> list[dict[str, Any]]:
 def test_a_backlog_of_four_partitions_gives_the_time_ordered_answer(fleet: Fleet) -> None:
     events = _events()
     reader, index = _submit(fleet, events)
-    fleet.coordinator()
+    coordinator = fleet.coordinator()
     fleet.worker()
     _check(reader, index, events)
+    # All forwarded: the time merge's gauges say it holds nothing and waits for nothing.
+    deadline = time.monotonic() + 10
+    while True:
+        lines = coordinator.get("/metrics")[1].splitlines()
+        if "cerfleet_coordinator_merge_buffered 0.0" in lines or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert "cerfleet_coordinator_merge_buffered 0.0" in lines
+    assert "cerfleet_coordinator_merge_waiting 0.0" in lines
 
 
 def test_a_coordinator_killed_while_buffering_loses_and_repeats_nothing(fleet: Fleet) -> None:
