@@ -110,6 +110,20 @@ def test_a_backlog_of_four_partitions_gives_the_time_ordered_answer(fleet: Fleet
     assert "cerfleet_coordinator_merge_waiting 0.0" in lines
 
 
+def test_without_an_idle_wait_the_lag_alone_keeps_the_backlog_in_time_order(
+    fleet: Fleet,
+) -> None:
+    """``CERFLEET_MERGE_IDLE=0``: an empty input partition that is caught up is idle at
+    once, so only the lag holds the others back while a partition not fetched yet, or
+    with records left on the broker, may still bring older clocks."""
+    events = _events()
+    reader, index = _submit(fleet, events)
+    fleet.env["CERFLEET_MERGE_IDLE"] = "0"
+    fleet.coordinator()
+    fleet.worker()
+    _check(reader, index, events)
+
+
 def test_a_coordinator_killed_while_buffering_loses_and_repeats_nothing(fleet: Fleet) -> None:
     """SIGKILL while records are buffered, unforwarded and uncommitted: its successor reads
     them again from the last commit (workers drop the copies they already have)."""
