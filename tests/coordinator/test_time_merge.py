@@ -4,6 +4,7 @@ of every partition's records, over random fetch interleavings."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from itertools import pairwise
 from unittest.mock import patch
 
@@ -83,6 +84,17 @@ def _run(
     return out
 
 
+def _lag_of(parts: list[list[list[Record]]], fed: list[int]) -> Callable[[TP], int | None]:
+    """Each partition's lag as the coordinator's consumer knows it: unknown until its
+    first chunk is fed, then the records of its chunks not fed yet."""
+
+    def lag(tp: TP) -> int | None:
+        p = tp[1]
+        return None if not fed[p] else sum(map(len, parts[p][fed[p] :]))
+
+    return lag
+
+
 def _effective(records: list[Record]) -> list[float]:
     """Each record's clock as the merge orders it: one without goes with the one before."""
     last, out = -INF, []
@@ -149,12 +161,7 @@ def test_knowing_the_lag_keeps_time_order_even_without_an_idle_wait(
     in time order although an empty partition caught up is idle at once."""
     parts, order = case
     fed = [0] * len(parts)
-
-    def lag(tp: TP) -> int | None:
-        p = tp[1]
-        return None if not fed[p] else sum(map(len, parts[p][fed[p] :]))
-
-    out = _run(TimeMerge(idle=0.0, lag=lag), parts, order, fed=fed)
+    out = _run(TimeMerge(idle=0.0, lag=_lag_of(parts, fed)), parts, order, fed=fed)
     clock = _each_once_in_offset_order(out, parts)
     times = [clock[(r[0], r[1])] for r in out]
     assert times == sorted(times)
@@ -274,11 +281,7 @@ def _same_runs_as_rescanning(
     # the records of its chunks not pushed yet), as the coordinator's consumer does.
     parts, order = case
     fed = [0] * len(parts)
-
-    def lag(tp: TP) -> int | None:
-        p = tp[1]
-        return None if not fed[p] else sum(map(len, parts[p][fed[p] :]))
-
+    lag = _lag_of(parts, fed)
     merges = (
         TimeMerge[list[Record]](idle, lag if lagged else None),
         _Rescanning(idle, lag if lagged else None),
