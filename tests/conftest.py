@@ -17,7 +17,26 @@ REAL_KAFKA_SKIP_REASON = (
 )
 
 
+# Tests that start brokers, fleet processes or Spark (``--dist loadgroup`` runs them one
+# after another on one pytest worker): two fleets or two Spark sessions at once on a
+# 2-core machine would each slow down past their timeouts, and the session's Spark
+# would start twice. The in-process tests share out over the workers.
+SERVICES_GROUP = "services"
+SERVICE_FIXTURES = frozenset({"kafka", "spark", "fleet"})
+SERVICE_PATHS = ("tests/benchmarks/", "tests/workers/backfill/", "tests/workers/test_fleet")
+
+
+def _uses_services(item: pytest.Item) -> bool:
+    if SERVICE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        return True
+    path = item.nodeid.split("::", 1)[0]
+    return path.startswith(SERVICE_PATHS)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if _uses_services(item):
+            item.add_marker(pytest.mark.xdist_group(SERVICES_GROUP))
     real = [item for item in items if item.get_closest_marker("real_kafka") is not None]
     gaps = [item for item in items if item.get_closest_marker("tansu_gap") is not None]
     # Only ask about Docker when some test needs the answer.

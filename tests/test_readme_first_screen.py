@@ -27,10 +27,19 @@ def test_the_first_screen_says_what_the_tests_need_and_how_long_they_take() -> N
     screen = " ".join(first_screen().split())
     assert "Java 17 or 21" in screen
     assert "--ignore=tests/workers/backfill" in screen
-    assert "30 minutes" in screen
+    assert "25 minutes" in screen
 
 
 def test_pytest_reports_the_slowest_tests() -> None:
     config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
     addopts = shlex.split(config["tool"]["pytest"]["ini_options"]["addopts"])
     assert any(opt.startswith("--durations=") for opt in addopts)
+
+
+def test_pytest_runs_on_every_core_with_the_services_tests_in_one_group() -> None:
+    """The suite fits CI's hour only in parallel; the tests with brokers, fleets and
+    Spark must stay in one pytest worker (``tests/conftest.py``)."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    addopts = shlex.split(config["tool"]["pytest"]["ini_options"]["addopts"])
+    assert addopts[addopts.index("-n") + 1] == "logical"
+    assert addopts[addopts.index("--dist") + 1] == "loadgroup"
