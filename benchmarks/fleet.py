@@ -929,6 +929,9 @@ class LatencyRun:
     complex_events: int  # outputs whose last event was produced in the measured phase
     expected: int  # the embedded engine's count of those
     latencies: list[float] = field(repr=False)  # seconds, ascending
+    # Of each of those: the worker's produce call → read here (seconds, ascending; the
+    # wall clock, which all processes share here).
+    published: list[float] = field(repr=False)
     worker_p50: float | None
     worker_p99: float | None
     worker_rate: float  # keyed records processed / produce phase
@@ -942,6 +945,9 @@ class LatencyRun:
 
     def q(self, p: float) -> float | None:
         return quantile(self.latencies, p) if self.latencies else None
+
+    def published_q(self, p: float) -> float | None:
+        return quantile(self.published, p) if self.published else None
 
 
 def _paced_produce(
@@ -1045,16 +1051,18 @@ def run_latency(
             name="paced-producer",
             daemon=True,
         )
-        received: list[tuple[float, bytes]] = []
+        # (read at, read at by the wall clock, value, the worker's produce call in ms by
+        # the wall clock: the record's CreateTime, which the worker's client stamps).
+        received: list[tuple[float, float, bytes, int]] = []
 
         def take(timeout: float) -> int:
             msgs = reader.consume(10_000, timeout)
-            at = time.monotonic()
+            at, wall = time.monotonic(), time.time()
             got = 0
             for msg in msgs:
                 value = msg.value()
                 if msg.error() is None and value is not None:
-                    received.append((at, value))
+                    received.append((at, wall, value, msg.timestamp()[1]))
                     got += 1
             return got
 
@@ -1105,12 +1113,15 @@ def run_latency(
         collector.join()
 
     latencies = []
-    for at, value in received:
+    published = []
+    for at, wall, value, stamped in received:
         last = orjson.loads(value)["sources"][-1]
         produced = times.get((last["partition"], last["offset"]))
         if produced is not None:  # None: the last event was a warm-up event
             latencies.append(at - produced)
+            published.append(wall - stamped / 1000)
     latencies.sort()
+    published.sort()
     expected = sum(
         1 for ce in embedded_evaluator(query).process_batch(events) if ce.positions[-1] >= warmup
     )
@@ -1125,6 +1136,7 @@ def run_latency(
         complex_events=len(latencies),
         expected=expected,
         latencies=latencies,
+        published=published,
         worker_p50=histogram_quantile(0.5, delta),
         worker_p99=histogram_quantile(0.99, delta),
         worker_rate=processed / (last_change - span[0]),
@@ -1211,16 +1223,18 @@ def throughput_table(summaries: Sequence[Summary]) -> list[str]:
 def latency_table(runs: Sequence[tuple[str, LatencyRun]]) -> list[str]:
     head = (
         "| query | target ev/s | achieved ev/s | worker ev/s | complex events (embedded) "
-        "| p50 ms | p99 ms | max ms | worker histogram p50 / p99 ms | drain s | records lost "
-        "| late events |"
+        "| p50 ms | p99 ms | max ms | worker histogram p50 / p99 ms "
+        "| published → read p50 / p99 ms | drain s | records lost | late events |"
     )
-    lines = [head, "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [head, "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, r in runs:
         lines.append(
             f"| {name} | {_rate(r.target_rate)} | {_rate(r.achieved_rate)} "
             f"| {_rate(r.worker_rate)} | {r.complex_events:,} ({r.expected:,}) "
             f"| {_ms(r.q(0.5))} | {_ms(r.q(0.99))} | {_ms(r.q(1.0))} "
-            f"| {_ms(r.worker_p50)} / {_ms(r.worker_p99)} | {r.drain_seconds:.2f} | {r.lost:,} "
+            f"| {_ms(r.worker_p50)} / {_ms(r.worker_p99)} "
+            f"| {_ms(r.published_q(0.5))} / {_ms(r.published_q(0.99))} "
+            f"| {r.drain_seconds:.2f} | {r.lost:,} "
             f"| {r.late:,} |"
         )
     return lines
@@ -1294,7 +1308,9 @@ def write_markdown(
             f"(`linger.ms={BATCHED_PRODUCER['linger.ms']}` for this one, the services' own "
             "setting for theirs) and two consumers. Worker histogram: "
             "`cerfleet_processing_latency_seconds` (keyed batch read → complex event handed "
-            "to the producer), bucket-interpolated. Drain: last event produced → every keyed "
+            "to the producer), bucket-interpolated. Published → read: the worker's produce "
+            "call (the output record's CreateTime) → received here, by the wall clock. "
+            "Drain: last event produced → every keyed "
             "record processed (large when the worker is slower than the target rate). Late "
             "events: dropped by the worker as late (`cerfleet_worker_late_events_total`), "
             "which makes fewer complex events than the embedded engine's.",
@@ -1362,6 +1378,8 @@ def write_json(
                 "max_ms": _ms_value(r.q(1.0)),
                 "worker_histogram_p50_ms": _ms_value(r.worker_p50),
                 "worker_histogram_p99_ms": _ms_value(r.worker_p99),
+                "published_to_read_p50_ms": _ms_value(r.published_q(0.5)),
+                "published_to_read_p99_ms": _ms_value(r.published_q(0.99)),
                 "drain_s": r.drain_seconds,
                 "records_lost": r.lost,
                 "late_events": r.late,

@@ -1,4 +1,4 @@
-"""Smoke tests of the fleet benchmark: one tiny throughput run, and its arithmetic."""
+"""Smoke tests of the fleet benchmark: tiny throughput and latency runs, and its arithmetic."""
 
 from __future__ import annotations
 
@@ -31,6 +31,20 @@ def test_throughput_run_gives_the_embedded_answer(name: str, tmp_path: Path) -> 
     # The services serve process_cpu_seconds_total: CPU per event of each process.
     assert run.route_cpu_us is not None and run.route_cpu_us > 0
     assert run.worker_cpu_us is not None and run.worker_cpu_us > 0
+
+
+def test_latency_run_times_every_complex_event_and_its_last_hop(tmp_path: Path) -> None:
+    run = fleet.run_latency(fleet.GLOBAL, 1_000, 2.0, tmp_path, warmup=500, stall=30.0)
+
+    assert run.expected > 0 and run.complex_events == run.expected
+    assert len(run.published) == len(run.latencies) == run.complex_events
+    assert run.latencies == sorted(run.latencies) and run.published == sorted(run.published)
+    # The last hop (worker's produce call → read) is part of the whole way (event's
+    # produce call → read); wall and monotonic clocks differ by clock steps only, and
+    # CreateTime is whole milliseconds.
+    assert run.published[0] >= 0 and run.published[-1] <= run.latencies[-1] + 0.002
+    table = "\n".join(fleet.latency_table([("global", run)]))
+    assert "published → read p50 / p99 ms" in table
 
 
 def test_balanced_desks_share_the_keyed_partitions_as_the_coordinator_routes() -> None:
