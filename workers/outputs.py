@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
+from operator import attrgetter
 from typing import Any, cast
 
 import orjson
@@ -68,6 +69,9 @@ _RECORD = (
 )
 
 
+_RAW = attrgetter("raw")
+
+
 @lru_cache(maxsize=4096)
 def _fixed_fields(query: str, keyed_topic: str, partition: int) -> tuple[bytes, bytes]:
     """The JSON of the fields every output of one query from one keyed partition shares."""
@@ -75,25 +79,33 @@ def _fixed_fields(query: str, keyed_topic: str, partition: int) -> tuple[bytes, 
 
 
 def output_value(
-    query: str, keyed_topic: str, partition: int, ce: ComplexEvent, truncated: bool = False
+    query: str,
+    keyed_topic: str,
+    partition: int,
+    ce: ComplexEvent,
+    truncated: bool = False,
+    key_json: bytes | None = None,
 ) -> bytes:
     """The output record of ``ce``, read from a keyed partition: each event's source
     comes from its ``SOURCE_FIELD``. Events that kept their bytes (``KeyedEvent``) are
     written as those bytes, never decoded or re-encoded. The record is formatted in one
     step: a Kleene burst makes thousands of them from one event, and a document built
-    and serialised per complex event was most of the cost of publishing them."""
+    and serialised per complex event was most of the cost of publishing them.
+    ``key_json``: ``output_key(ce)``, when the caller has it already."""
     query_json, keyed_json = _fixed_fields(query, keyed_topic, partition)
     keyed_events = cast("Sequence[KeyedEvent]", ce.events)
     try:
-        raws = b",".join([e.raw for e in keyed_events])
+        raws = b",".join(map(_RAW, keyed_events))
         sources = b",".join([e.source_json() for e in keyed_events])
     except AttributeError:  # some restored from a checkpoint: plain mappings
         raws, sources = _restored(ce.events)
+    if key_json is None and ce.key is not None:
+        key_json = orjson.dumps(ce.key)
     # ``start``, ``end`` and ``positions`` are ints (keyed offsets): %d writes them as
     # orjson does.
     value = _RECORD % (
         query_json,
-        b"null" if ce.key is None else orjson.dumps(ce.key),
+        b"null" if key_json is None else key_json,
         ce.start,
         ce.end,
         orjson.dumps(ce.positions),

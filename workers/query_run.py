@@ -110,17 +110,19 @@ def numbered(
 
 
 def output_record(
-    keyed: tuple[str, int], out: Output
+    keyed: tuple[str, int], out: Output, key_json: bytes | None = None
 ) -> tuple[bytes, list[tuple[str, str | bytes | None]]]:
     """The value and headers of ``out``'s record, published from the keyed partition
-    ``keyed``: the origin header numbers it (``outputs``)."""
+    ``keyed``: the origin header numbers it (``outputs``). ``key_json``: the record's
+    key (``outputs.output_key``), when the caller has it already."""
     spec = out.run.entry.spec
     topic, partition = keyed
     headers: list[tuple[str, str | bytes | None]] = [
         (ORIGIN_HEADER, origin(topic, partition, spec.name, out.run.entry.version, out.seq))
     ]
     if out.value is None:
-        return output_value(spec.name, topic, partition, out.ce, out.truncated), headers
+        value = output_value(spec.name, topic, partition, out.ce, out.truncated, key_json)
+        return value, headers
     if out.truncated:
         headers.append((TRUNCATED_HEADER, b"true"))
     if out.omitted:

@@ -319,8 +319,8 @@ class Worker(Ownership):
             if target is None:
                 partition = state.partition % self._partition_count(topic)
                 target = targets[topic] = (self._on_output(tp, topic), partition)
-            value, headers = output_record(tp, out)
             key = output_key(out.ce)
+            value, headers = output_record(tp, out, key)
             self._produce(producer, topic, value, key, headers, target[1], target[0])
             per_query[spec.name] = per_query.get(spec.name, 0) + 1
         latency = time.monotonic() - received

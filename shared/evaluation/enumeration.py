@@ -6,9 +6,11 @@ full path under any node starts at that node's ``max``: every push therefore
 yields at least one complex event, and no path is visited twice
 (duplicate-freeness), which is what bounds the delay by the output size.
 
-The set ``P`` of marked positions is a persistent linked list ``(pos, event,
-rest)`` so that pushing ``(node, P)`` is O(1); its head is the smallest
-position, so reading it front to back gives positions in increasing order.
+The set ``P`` of marked positions is the walk's path: two lists the descent appends
+to (largest position first), with the stack holding each pushed node's depth in them,
+so pushing ``(node, P)`` is O(1) and a pop truncates the lists back to that depth.
+Each complex event copies them reversed, one C-level slice per list, where
+rebuilding a linked list cost a Python step per position.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from typing import Any
 from cerfleet.complex_event import ComplexEvent
 from cerfleet.evaluation.tecs import BOTTOM, OUTPUT, Node
 
-Marked = tuple[int, Mapping[str, Any], "Marked"] | None
 OpenComplexEvent = tuple[int, tuple[int, ...], tuple[Mapping[str, Any], ...]]
 
 
@@ -28,33 +29,28 @@ def enumerate_node(n: Node, tau: float) -> Iterator[OpenComplexEvent]:
     clock is ``>= tau`` (τ = clock(j) − ε)."""
     if n.tmax < tau:
         return
-    stack: list[tuple[Node, Marked]] = [(n, None)]
+    positions: list[int] = []
+    events: list[Mapping[str, Any]] = []
+    stack: list[tuple[Node, int]] = [(n, 0)]
     while stack:
-        node, marked = stack.pop()
+        node, depth = stack.pop()
+        del positions[depth:]
+        del events[depth:]
         while True:
             kind = node.kind
             if kind == BOTTOM:
-                yield node.pos, *_unzip(marked)
+                yield node.pos, tuple(positions[::-1]), tuple(events[::-1])
                 break
             if kind == OUTPUT:
-                marked = (node.pos, node.event, marked)  # type: ignore[assignment]
+                positions.append(node.pos)
+                events.append(node.event)  # type: ignore[arg-type]
                 node = node.left  # type: ignore[assignment]
             else:
                 right = node.right
                 assert right is not None
                 if right.tmax >= tau:
-                    stack.append((right, marked))
+                    stack.append((right, len(positions)))
                 node = node.left  # type: ignore[assignment]
-
-
-def _unzip(marked: Marked) -> tuple[tuple[int, ...], tuple[Mapping[str, Any], ...]]:
-    positions: list[int] = []
-    events: list[Mapping[str, Any]] = []
-    while marked is not None:
-        pos, event, marked = marked
-        positions.append(pos)
-        events.append(event)
-    return tuple(positions), tuple(events)
 
 
 def complex_events(
