@@ -43,7 +43,6 @@ Item = tuple[int, Event, frozenset[str], Mapping[str, int]]
 # The fixed events of a branch, latest first (persistent, so pushing is O(1)).
 Items = tuple[Item, "Items"] | None
 Counters = tuple[tuple[str, int], ...]
-Marked = tuple[int, Event, "Marked"] | None
 
 
 def _name(var: str, back: int, attr: str) -> str:
@@ -88,14 +87,19 @@ class Correlator:
         """Like ``enumeration.enumerate_node``, with the correlations checked."""
         if n.tmax < tau:
             return
-        stack: list[tuple[Node, Marked, Items, Counters, bool]] = [(n, None, None, (), True)]
+        # The marked positions and events: the walk's path, as in ``enumerate_node``.
+        positions: list[int] = []
+        events: list[Event] = []
+        stack: list[tuple[Node, int, Items, Counters, bool]] = [(n, 0, None, (), True)]
         while stack:
-            node, marked, items, counters, ok = stack.pop()
+            node, depth, items, counters, ok = stack.pop()
+            del positions[depth:]
+            del events[depth:]
             while True:
                 kind = node.kind
                 if kind == BOTTOM:
                     if ok and (not self.running or self._running_hold(items)):
-                        yield node.pos, *_unzip(marked)
+                        yield node.pos, tuple(positions[::-1]), tuple(events[::-1])
                     break
                 if kind == OUTPUT:
                     self.visited += 1
@@ -110,15 +114,17 @@ class Correlator:
                             assert arrived is not None
                         items, counters = arrived
                         if node.marked:
-                            marked = (node.pos, node.event, marked)  # type: ignore[assignment]
+                            positions.append(node.pos)
+                            events.append(node.event)  # type: ignore[arg-type]
                     else:
-                        marked = (node.pos, node.event, marked)  # type: ignore[assignment]
+                        positions.append(node.pos)
+                        events.append(node.event)  # type: ignore[arg-type]
                     node = node.left  # type: ignore[assignment]
                 else:
                     right = node.right
                     assert right is not None
                     if right.tmax >= tau:
-                        stack.append((right, marked, items, counters, ok))
+                        stack.append((right, len(positions), items, counters, ok))
                     node = node.left  # type: ignore[assignment]
 
     def _running_hold(self, items: Items) -> bool:
@@ -239,16 +245,6 @@ def _combos(
             if s.pair:
                 combo[s.var, 1] = v[1][1]
         yield combo
-
-
-def _unzip(marked: Marked) -> tuple[tuple[int, ...], tuple[Event, ...]]:
-    positions: list[int] = []
-    events: list[Event] = []
-    while marked is not None:
-        pos, event, marked = marked
-        positions.append(pos)
-        events.append(event)
-    return tuple(positions), tuple(events)
 
 
 def correlated_complex_events(
