@@ -15,17 +15,34 @@ it as ``time_field`` to both the engine and the oracle.
 
 ``queries`` draws ``SELECT ALL`` without consumption unless told which selection
 strategies and consumption policies to draw from.
+
+``decided`` gives up a drawn case the oracle cannot decide in time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
+from hypothesis import event, reject
 from hypothesis import strategies as st
 
 from cerfleet import pattern
+from tests.shared.oracle import OracleTooLarge
+
+T = TypeVar("T")
+
+
+def decided(oracle: Callable[[], T]) -> T:
+    """The oracle's answer; the case is rejected where it has too many valuations to
+    pair in time (``OracleTooLarge``)."""
+    try:
+        return oracle()
+    except OracleTooLarge:
+        event("discarded: the oracle could not decide it in time")
+        reject()
+
 
 EVENT_TYPES = ("A", "B", "C")
 ABSENT_TYPE = "D"  # in queries, never in streams

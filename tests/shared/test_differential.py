@@ -20,9 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-import hypothesis
 import pytest
-from hypothesis import HealthCheck, given, note, reject, settings
+from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from cerfleet import pattern
@@ -30,10 +29,11 @@ from cerfleet.ceql.printer import to_ceql
 from cerfleet.complex_event import ComplexEvent
 from cerfleet.events.columns import columns_of
 from cerfleet.query import compile_query
-from tests.shared.oracle import OracleResult, OracleTooLarge, oracle_by_end
+from tests.shared.oracle import OracleResult, oracle_by_end
 from tests.shared.strategies import (
     EVENT_TYPES,
     TIME_FIELD,
+    decided,
     event_types,
     formulas,
     predicates,
@@ -68,11 +68,9 @@ def check_against_oracle(
     oracle's complex events ending there (under LIMIT n: any n of them)."""
     context = describe(query, stream)
     note(context)  # shown for crashes too, not just failed assertions
-    try:
-        expected = oracle_by_end(query, stream, time_field=TIME_FIELD, stream_field=stream_field)
-    except OracleTooLarge:
-        hypothesis.event("discarded: the oracle could not decide it in time")
-        reject()
+    expected = decided(
+        lambda: oracle_by_end(query, stream, time_field=TIME_FIELD, stream_field=stream_field)
+    )
 
     text = to_ceql(query)
     evaluator = compile_query(text, time_field=TIME_FIELD, stream_field=stream_field).evaluator()

@@ -7,14 +7,13 @@ import dataclasses
 from typing import Any
 
 import pytest
-from hypothesis import event, given, reject, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cerfleet import pattern
 from cerfleet.ceql.printer import to_ceql
 from tests.shared.oracle import (
     OracleResult,
-    OracleTooLarge,
     evaluate_formula,
     holds,
     is_contiguous,
@@ -24,26 +23,15 @@ from tests.shared.oracle import (
     oracle_eval,
     select_positions,
 )
-from tests.shared.strategies import queries, streams
+from tests.shared.strategies import decided, queries, streams
 
 
 def _by_end(query: pattern.Pattern, events: list[dict[str, Any]]) -> dict[int, set[OracleResult]]:
-    """The oracle's complex events by end, the case rejected where it has too many
-    valuations to pair in time (as the differential tests reject it)."""
-    try:
-        return oracle_by_end(query, events, time_field="t")
-    except OracleTooLarge:
-        event("discarded: the oracle could not decide it in time")
-        reject()
+    return decided(lambda: oracle_by_end(query, events, time_field="t"))
 
 
 def _eval(query: pattern.Pattern, events: list[dict[str, Any]]) -> set[OracleResult]:
-    """``oracle_eval``, rejecting the case as ``_by_end`` does."""
-    try:
-        return oracle_eval(query, events, time_field="t")
-    except OracleTooLarge:
-        event("discarded: the oracle could not decide it in time")
-        reject()
+    return decided(lambda: oracle_eval(query, events, time_field="t"))
 
 
 # ----------------------------------------------------------------- AST shorthands
