@@ -141,16 +141,22 @@ SAMPLE_S = 0.2  # metrics sampling period
 FINE_S = 0.05
 KEYED_PARTITIONS = 8  # the coordinator's default for new keyed topics
 
-# Every consumer of the fleet (CERFLEET_CONSUMER) and of the benchmark. Classic-protocol group
-# timing for a local broker: a rebalance takes about session.timeout.ms. And a short fetch
-# wait: the mock answers a fetch that finds no data only after fetch.wait.max.ms (500 ms by
-# default), even when data arrives meanwhile, where a real broker answers at once; so at
-# low rates every consumer hop would add up to that much latency.
+# Every consumer of the fleet (CERFLEET_CONSUMER). Classic-protocol group timing for a
+# local broker: a rebalance takes about session.timeout.ms.
 FLEET_CONSUMER = {
     "session.timeout.ms": "2000",
     "heartbeat.interval.ms": "300",
-    "fetch.wait.max.ms": "10",
 }
+# Every consumer of a latency run, and the benchmark's own: a short fetch wait. The mock
+# answers a fetch that finds no data only after fetch.wait.max.ms (500 ms by default),
+# tansu after up to about half of it, even when data arrives meanwhile, where a real broker
+# answers at once; so at low rates every consumer hop would add up to that much latency.
+# Not in throughput runs: there every fetch of a backlog finds data at once, and the wait
+# only sets how often an idle consumer asks again. The idle coordinator's 20 input
+# partitions asked every 10 ms cost tansu a fifth of a core beside the workers measured
+# (0.21 of a core with nothing else running; in the workers' phase 0.25 with one worker
+# and 0.29-0.36 with two, against 0.10-0.12 and 0.15-0.20 with the services' own waits).
+PACED_FETCH = {"fetch.wait.max.ms": "10"}
 # The coordinator's keyed copies on the mock: zstd compresses them about twice as well as
 # lz4, which keeps 200k copies in one keyed partition under its retention cap. Only there:
 # elsewhere the runs measure the services' own lz4 (on tansu, 1M events, PARTITION BY
@@ -325,8 +331,10 @@ class FleetRun:
         *,
         partitions: int,
         keyed_partitions: int = KEYED_PARTITIONS,
+        consumer: dict[str, str] = FLEET_CONSUMER,
     ) -> None:
         self.log_dir = log_dir
+        self.consumer = consumer
         log_dir.mkdir(parents=True, exist_ok=True)
         self.keyed_partitions = keyed_partitions
         self.children: list[Child] = []
@@ -358,7 +366,7 @@ class FleetRun:
             "CERFLEET_REGISTRY_TOPIC": self.registry_topic,
             "CERFLEET_KEYED_TOPIC_PREFIX": keyed_prefix,
             "CERFLEET_DEAD_LETTER_TOPIC": self.dead_letter_topic,
-            "CERFLEET_CONSUMER": orjson.dumps(FLEET_CONSUMER).decode(),
+            "CERFLEET_CONSUMER": orjson.dumps(self.consumer).decode(),
             "CERFLEET_LOG_LEVEL": "INFO",
         }
         spec = QuerySpec(
@@ -397,7 +405,7 @@ class FleetRun:
                 **self.client_config(),
                 "group.id": f"bench-reader-{uuid.uuid4().hex[:8]}",  # assign() only
                 "enable.auto.commit": "false",
-                "fetch.wait.max.ms": FLEET_CONSUMER["fetch.wait.max.ms"],
+                **PACED_FETCH,
                 **extra,
             }
         )
@@ -1013,7 +1021,13 @@ def run_latency(
     lines = [dumps_kept(e) for e in events]  # not 4 KiB each: orjson keeps its buffer
     keys = [str(e[KEY_FIELD]).encode() for e in events]
     partitions = input_partitions(query, warmup + n)
-    with FleetRun(query, log_dir, partitions=partitions, keyed_partitions=keyed_partitions) as f:
+    with FleetRun(
+        query,
+        log_dir,
+        partitions=partitions,
+        keyed_partitions=keyed_partitions,
+        consumer={**FLEET_CONSUMER, **PACED_FETCH},
+    ) as f:
         coordinator = f.start_coordinator()
         worker = f.start_worker()
         coordinator.wait_healthy()
@@ -1272,10 +1286,12 @@ def write_markdown(
         f"{confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]}), "
         f"{platform.system()} {platform.machine()}. Broker: {BROKER_TEXT[BROKER[0]]}; "
         "the coordinator and each worker are separate processes with default settings "
-        "except: consumers "
-        f"`fetch.wait.max.ms={FLEET_CONSUMER['fetch.wait.max.ms']}` (the mock holds a fetch "
+        "except: in latency runs, consumers "
+        f"`fetch.wait.max.ms={PACED_FETCH['fetch.wait.max.ms']}` (the mock holds a fetch "
         "that finds no data for the whole wait and tansu for up to about half of it, where "
-        "Apache Kafka answers when data arrives), fast group timeouts, and, on the mock, "
+        "Apache Kafka answers when data arrives; throughput runs keep the services' own "
+        "waits, since a fetch of a backlog finds data at once), fast group timeouts, and, "
+        "on the mock, "
         "zstd for the coordinator's keyed copies (it keeps about 5 MiB per partition). "
         "Everything runs on one machine and shares its cores.",
         "",

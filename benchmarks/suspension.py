@@ -43,6 +43,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 from benchmarks.fleet import (
     BATCHED_PRODUCER,
     FLEET_CONSUMER,
+    PACED_FETCH,
     ROOT,
     BenchmarkError,
     Child,
@@ -91,7 +92,7 @@ def one_run(mode: str, rate: float, seconds: float, log_dir: Path) -> dict[str, 
             "CERFLEET_REGISTRY_TOPIC": registry,
             "CERFLEET_KEYED_TOPIC_PREFIX": keyed,
             "CERFLEET_DEAD_LETTER_TOPIC": f"{prefix}.dead",
-            "CERFLEET_CONSUMER": orjson.dumps(FLEET_CONSUMER).decode(),
+            "CERFLEET_CONSUMER": orjson.dumps({**FLEET_CONSUMER, **PACED_FETCH}).decode(),
         }
         queries = {"normal": NORMAL, **({"slow": SLOW} if with_slow else {})}
         specs = {

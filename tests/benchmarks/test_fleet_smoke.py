@@ -6,6 +6,7 @@ import math
 from collections import Counter
 from pathlib import Path
 
+import orjson
 import pytest
 from confluent_kafka import KafkaError, Message, Producer
 
@@ -45,6 +46,15 @@ def test_latency_run_times_every_complex_event_and_its_last_hop(tmp_path: Path) 
     assert run.published[0] >= 0 and run.published[-1] <= run.latencies[-1] + 0.002
     table = "\n".join(fleet.latency_table([("global", run)]))
     assert "published → read p50 / p99 ms" in table
+
+
+def test_throughput_runs_leave_the_fleets_fetch_waits_to_the_services(tmp_path: Path) -> None:
+    # A 10 ms wait made the idle coordinator's polls cost tansu a fifth of a core
+    # beside the workers measured; only latency runs need it.
+    with fleet.FleetRun(fleet.GLOBAL, tmp_path, partitions=1) as f:
+        consumer = orjson.loads(f.env["CERFLEET_CONSUMER"])
+    assert "fetch.wait.max.ms" not in consumer
+    assert consumer == fleet.FLEET_CONSUMER
 
 
 def test_balanced_desks_share_the_keyed_partitions_as_the_coordinator_routes() -> None:
