@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import KafkaException
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from cerfleet.fleet.topics import ensure_topics
@@ -64,6 +64,41 @@ class KafkaBroker:
 
     def create_topic(self, name: str, partitions: int) -> None:
         raise NotImplementedError
+
+    def read_topic(self, topic: str, timeout: float = 120.0, **config: str) -> list[Message]:
+        """Every record of ``topic``, partition by partition, read to each partition's
+        end (``config``: more consumer settings, e.g. the isolation level)."""
+        consumer = Consumer(
+            {
+                **self.client_config(),
+                "group.id": f"read-{topic}",
+                "enable.partition.eof": "true",
+                **config,
+            }
+        )
+        try:
+            meta = consumer.list_topics(topic, timeout=10).topics[topic]
+            consumer.assign([TopicPartition(topic, p, 0) for p in meta.partitions])
+            out: list[Message] = []
+            ended: set[int | None] = set()
+            deadline = time.monotonic() + timeout
+            # Only a partition's own end ends its read. The readers this replaced
+            # counted any error as an end (a transient one, or one partition's end
+            # reported twice), which could stop them short of another's tail.
+            while len(ended) < len(meta.partitions):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{topic}: only partitions {ended} read to their end")
+                for msg in consumer.consume(1000, 1.0):
+                    err = msg.error()
+                    if err is None:
+                        out.append(msg)
+                    elif err.code() == KafkaError._PARTITION_EOF:
+                        ended.add(msg.partition())
+                    elif err.fatal():
+                        raise KafkaException(err)
+            return out
+        finally:
+            consumer.close()
 
     def broker_down(self, broker_id: int) -> None:
         raise NotImplementedError(f"only the mock broker can take brokers down, not {self.kind}")

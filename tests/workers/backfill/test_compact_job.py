@@ -13,7 +13,7 @@ import orjson
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 
 from benchmarks.datasets import stock, to_dicts
 from benchmarks.fleet import GLOBAL
@@ -35,28 +35,6 @@ def _produce(kafka: KafkaBroker, topic: str, values: list[bytes]) -> None:
             topic, value=value, partition=i % PARTITIONS, timestamp=1_700_000_000_000 + i
         )
     assert producer.flush(60) == 0
-
-
-def _read_topic(kafka: KafkaBroker, topic: str) -> list[Any]:
-    consumer = Consumer(
-        {
-            **kafka.client_config(),
-            "group.id": f"read-{topic}",
-            "auto.offset.reset": "earliest",
-            "enable.partition.eof": "true",
-        }
-    )
-    meta = consumer.list_topics(topic, timeout=10).topics[topic]
-    consumer.assign([TopicPartition(topic, p, 0) for p in meta.partitions])
-    out, eof = [], 0
-    while eof < len(meta.partitions):
-        for msg in consumer.consume(1000, 1.0):
-            if msg.error():
-                eof += 1
-            else:
-                out.append(msg)
-    consumer.close()
-    return out
 
 
 def _summary(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -102,7 +80,7 @@ def test_the_archive_holds_each_record_once_however_often_compacted(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    messages = _read_topic(kafka, loaded_topic)
+    messages = kafka.read_topic(loaded_topic)
     assert len(messages) == EVENTS + len(BAD_LINES)
     archive = tmp_path / "archive"
 
@@ -213,7 +191,7 @@ def test_backfills_from_the_archive_and_from_the_topic_agree_with_the_engine(
         orjson.loads(v) for v in pq.read_table(out_archive).column("value").to_pylist()
     ]
     assert got(archived_docs) == want
-    published = _read_topic(kafka, output_topic)
+    published = kafka.read_topic(output_topic)
     assert got([orjson.loads(m.value()) for m in published]) == want
     assert all(
         dict(m.headers() or [])["cerfleet-backfill"].decode() == from_topic["run"]
@@ -231,7 +209,7 @@ def test_backfills_from_the_archive_and_from_the_topic_agree_with_the_engine(
     assert all(r["error"] and r["topic"] == loaded_topic for r in bad)
     dead = [
         m
-        for m in _read_topic(kafka, from_topic["bad_records_to"])
+        for m in kafka.read_topic(from_topic["bad_records_to"])
         if dict(m.headers() or []).get("cerfleet-backfill") == from_topic["run"].encode()
     ]
     assert sorted(m.value() for m in dead) == sorted(BAD_LINES)

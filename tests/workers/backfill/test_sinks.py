@@ -15,8 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
-
 from benchmarks.datasets import stock, write_jsonl
 from benchmarks.fleet import PARTITIONED
 from cerfleet.workers.backfill.sinks import FAIL_BEFORE_COMMIT, transactional_id
@@ -24,32 +22,6 @@ from tests.kafka_broker import KafkaBroker
 
 EVENTS = 20_000
 TIME_FIELD = "stock_time"
-
-
-def _read(kafka: KafkaBroker, topic: str) -> list[bytes]:
-    consumer = Consumer(
-        {
-            **kafka.client_config(),
-            "group.id": f"read-{topic}",
-            "auto.offset.reset": "earliest",
-            "enable.partition.eof": "true",
-            "isolation.level": "read_committed",
-        }
-    )
-    meta = consumer.list_topics(topic, timeout=10).topics[topic]
-    consumer.assign([TopicPartition(topic, p, 0) for p in meta.partitions])
-    out: list[bytes] = []
-    eof = 0
-    while eof < len(meta.partitions):
-        for msg in consumer.consume(1000, 1.0):
-            if msg.error():
-                eof += 1
-            else:
-                value = msg.value()
-                assert value is not None
-                out.append(value)
-    consumer.close()
-    return out
 
 
 def test_a_retried_task_publishes_nothing_twice(
@@ -73,7 +45,9 @@ def test_a_retried_task_publishes_nothing_twice(
     # The first attempts did fail, after producing (Spark logs each lost task).
     assert err.count(f"{FAIL_BEFORE_COMMIT}: task") >= 3, err[-3000:]
     summary: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])["summary"]
-    committed = _read(kafka, topic)
+    committed = [
+        m.value() for m in kafka.read_topic(topic, **{"isolation.level": "read_committed"})
+    ]
     assert summary["complex_events"] > 0
     assert summary["published"] == summary["complex_events"]
     found = Counter(
