@@ -27,7 +27,7 @@ def test_the_first_screen_says_what_the_tests_need_and_how_long_they_take() -> N
     screen = " ".join(first_screen().split())
     assert "Java 17 or 21" in screen
     assert "--ignore=tests/workers/backfill" in screen
-    assert "25 minutes" in screen
+    assert "30 minutes" in screen
 
 
 def test_pytest_reports_the_slowest_tests() -> None:
