@@ -17,6 +17,11 @@ def first_screen() -> str:
     return "\n".join(lines[:FIRST_SCREEN_LINES])
 
 
+def pytest_addopts() -> list[str]:
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    return shlex.split(config["tool"]["pytest"]["ini_options"]["addopts"])
+
+
 def test_the_first_screen_has_the_two_commands() -> None:
     screen = first_screen()
     assert "pip install -e . && cerfleet run examples/stock.ceql examples/stock.jsonl" in screen
@@ -31,15 +36,13 @@ def test_the_first_screen_says_what_the_tests_need_and_how_long_they_take() -> N
 
 
 def test_pytest_reports_the_slowest_tests() -> None:
-    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
-    addopts = shlex.split(config["tool"]["pytest"]["ini_options"]["addopts"])
+    addopts = pytest_addopts()
     assert any(opt.startswith("--durations=") for opt in addopts)
 
 
 def test_pytest_runs_on_every_core_with_the_services_tests_in_one_group() -> None:
     """The suite fits CI's hour only in parallel; the tests with brokers, fleets and
     Spark must stay in one pytest worker (``tests/conftest.py``)."""
-    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
-    addopts = shlex.split(config["tool"]["pytest"]["ini_options"]["addopts"])
+    addopts = pytest_addopts()
     assert addopts[addopts.index("-n") + 1] == "logical"
     assert addopts[addopts.index("--dist") + 1] == "loadgroup"

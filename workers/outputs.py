@@ -99,8 +99,8 @@ def output_value(
         sources = b",".join([e.source_json() for e in keyed_events])
     except AttributeError:  # some restored from a checkpoint: plain mappings
         raws, sources = _restored(ce.events)
-    if key_json is None and ce.key is not None:
-        key_json = orjson.dumps(ce.key)
+    if key_json is None:
+        key_json = output_key(ce)
     # ``start``, ``end`` and ``positions`` are ints (keyed offsets): %d writes them as
     # orjson does.
     value = _RECORD % (
