@@ -49,7 +49,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchmarks.datasets import BLOCK, batches, write_jsonl
-from benchmarks.fleet import GLOBAL, PARTITIONED
+from benchmarks.fleet_workload import GLOBAL, PARTITIONED
 from cerfleet.workers.backfill.class_archive import class_archive
 from cerfleet.workers.backfill.schemas import ARCHIVE, dates_of
 

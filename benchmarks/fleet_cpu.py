@@ -37,7 +37,7 @@ from typing import Any
 import orjson
 
 from benchmarks.datasets import stock, to_dicts
-from benchmarks.fleet import QUERIES, TIME_FIELD, embedded_count
+from benchmarks.fleet_workload import QUERIES, TIME_FIELD, embedded_count
 from cerfleet.fleet.groups import groups_of
 from cerfleet.fleet.records import DEFAULT_LIMITS, Rejected, decode_event
 from cerfleet.fleet.registry import QuerySpec, RegistryHistory

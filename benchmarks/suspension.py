@@ -40,16 +40,9 @@ from typing import Any
 import orjson
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 
-from benchmarks.fleet import (
-    BATCHED_PRODUCER,
-    FLEET_CONSUMER,
-    PACED_FETCH,
-    ROOT,
-    BenchmarkError,
-    Child,
-    _paced_produce,
-    quantile,
-)
+from benchmarks.fleet_latency import paced_produce
+from benchmarks.fleet_processes import BATCHED_PRODUCER, FLEET_CONSUMER, PACED_FETCH, ROOT, Child
+from benchmarks.fleet_sampling import BenchmarkError, quantile
 from cerfleet.fleet.keyed import GroupId
 from cerfleet.fleet.local_broker import LocalBroker
 from cerfleet.fleet.registry import QuerySpec, write
@@ -146,7 +139,7 @@ def one_run(mode: str, rate: float, seconds: float, log_dir: Path) -> dict[str, 
         producer = Producer({**config, **BATCHED_PRODUCER, "linger.ms": "1"})
         keys = [b""] * len(lines)
         thread = threading.Thread(
-            target=_paced_produce,
+            target=paced_produce,
             args=(producer, source, lines, keys, rate, times, failed, span),
         )
         thread.start()

@@ -10,20 +10,29 @@ import orjson
 import pytest
 from confluent_kafka import KafkaError, Message, Producer
 
-from benchmarks import fleet
+from benchmarks import (
+    fleet_latency,
+    fleet_processes,
+    fleet_report,
+    fleet_sampling,
+    fleet_throughput,
+    fleet_workload,
+)
 from benchmarks.datasets import stock, to_dicts
 from cerfleet.fleet.local_broker import LocalBroker
 from cerfleet.query import compile_query
 
 
-@pytest.mark.parametrize("name", list(fleet.CHOICES))
+@pytest.mark.parametrize("name", list(fleet_workload.CHOICES))
 def test_throughput_run_gives_the_embedded_answer(name: str, tmp_path: Path) -> None:
-    query = fleet.CHOICES[name]
-    events = fleet.events_for(query, to_dicts(stock(3_000, seed=7)), fleet.KEYED_PARTITIONS)
+    query = fleet_workload.CHOICES[name]
+    events = fleet_workload.events_for(
+        query, to_dicts(stock(3_000, seed=7)), fleet_workload.KEYED_PARTITIONS
+    )
     want = len(compile_query(query, time_field="stock_time").evaluator().process_batch(events))
     assert want > 0
 
-    run = fleet.run_throughput(query, events, tmp_path, stall=30.0)
+    run = fleet_throughput.run_throughput(query, events, tmp_path, stall=30.0)
 
     assert run.route_rate > 0 and run.worker_rate > 0 and run.per_worker_rate > 0
     assert run.keyed_records == 3_000
@@ -35,7 +44,9 @@ def test_throughput_run_gives_the_embedded_answer(name: str, tmp_path: Path) -> 
 
 
 def test_latency_run_times_every_complex_event_and_its_last_hop(tmp_path: Path) -> None:
-    run = fleet.run_latency(fleet.GLOBAL, 1_000, 2.0, tmp_path, warmup=500, stall=30.0)
+    run = fleet_latency.run_latency(
+        fleet_workload.GLOBAL, 1_000, 2.0, tmp_path, warmup=500, stall=30.0
+    )
 
     assert run.expected > 0 and run.complex_events == run.expected
     assert len(run.published) == len(run.latencies) == run.complex_events
@@ -44,17 +55,17 @@ def test_latency_run_times_every_complex_event_and_its_last_hop(tmp_path: Path) 
     # produce call → read); wall and monotonic clocks differ by clock steps only, and
     # CreateTime is whole milliseconds.
     assert run.published[0] >= 0 and run.published[-1] <= run.latencies[-1] + 0.002
-    table = "\n".join(fleet.latency_table([("global", run)]))
+    table = "\n".join(fleet_report.latency_table([("global", run)]))
     assert "published → read p50 / p99 ms" in table
 
 
 def test_throughput_runs_leave_the_fleets_fetch_waits_to_the_services(tmp_path: Path) -> None:
     # A 10 ms wait made the idle coordinator's polls cost tansu a fifth of a core
     # beside the workers measured; only latency runs need it.
-    with fleet.FleetRun(fleet.GLOBAL, tmp_path, partitions=1) as f:
+    with fleet_processes.FleetRun(fleet_workload.GLOBAL, tmp_path, partitions=1) as f:
         consumer = orjson.loads(f.env["CERFLEET_CONSUMER"])
     assert "fetch.wait.max.ms" not in consumer
-    assert consumer == fleet.FLEET_CONSUMER
+    assert consumer == fleet_processes.FLEET_CONSUMER
 
 
 def test_balanced_desks_share_the_keyed_partitions_as_the_coordinator_routes() -> None:
@@ -79,22 +90,22 @@ def test_balanced_desks_share_the_keyed_partitions_as_the_coordinator_routes() -
         assert producer.flush(10) == 0
     finally:
         broker.close()
-    assert partition_of == {k: (fleet.murmur2(k) & 0x7FFFFFFF) % 8 for k in keys}
-    desks = fleet.balanced_desks(8)
+    assert partition_of == {k: (fleet_workload.murmur2(k) & 0x7FFFFFFF) % 8 for k in keys}
+    desks = fleet_workload.balanced_desks(8)
     shares = Counter(partition_of[b"[%d]" % d] for d in desks)
-    assert shares == dict.fromkeys(range(8), fleet.DESKS_PER_PARTITION)
-    events = fleet.with_desks([{"i": i} for i in range(1_600)], 8)
+    assert shares == dict.fromkeys(range(8), fleet_workload.DESKS_PER_PARTITION)
+    events = fleet_workload.with_desks([{"i": i} for i in range(1_600)], 8)
     per_desk = Counter(e["desk"] for e in events)
     assert set(per_desk) == set(desks) and max(per_desk.values()) - min(per_desk.values()) <= 2
 
 
 def test_counted_at_start_leaves_the_first_batch_out_of_the_window() -> None:
     samples = [(0.0, (0.0, 0.0)), (1.0, (0.0, 0.0)), (2.0, (5.0, 1.0)), (3.0, (9.0, 2.0))]
-    assert fleet.active_window(samples) == (1.5, 2.5)
-    assert fleet.counted_at_start(samples) == (5.0, 1.0)  # 4 records in the window
+    assert fleet_sampling.active_window(samples) == (1.5, 2.5)
+    assert fleet_sampling.counted_at_start(samples) == (5.0, 1.0)  # 4 records in the window
     # Everything between two samples: the window is that interval, holding all of it.
-    assert fleet.counted_at_start([(0.0, (0.0,)), (1.0, (7.0,)), (2.0, (7.0,))]) == (0.0,)
-    run = fleet.ThroughputRun(
+    assert fleet_sampling.counted_at_start([(0.0, (0.0,)), (1.0, (7.0,)), (2.0, (7.0,))]) == (0.0,)
+    run = fleet_throughput.ThroughputRun(
         "q",
         9,
         1,
@@ -116,19 +127,21 @@ def test_counted_at_start_leaves_the_first_batch_out_of_the_window() -> None:
 
 
 def test_input_partitions_respect_the_retention_budget() -> None:
-    assert fleet.input_partitions(fleet.GLOBAL, 1_000_000) == 1  # global order matters
-    assert fleet.input_partitions(fleet.PARTITIONED, 1_000) == 1
-    assert fleet.input_partitions(fleet.PARTITIONED, 200_000) == 4
+    assert (
+        fleet_workload.input_partitions(fleet_workload.GLOBAL, 1_000_000) == 1
+    )  # global order matters
+    assert fleet_workload.input_partitions(fleet_workload.PARTITIONED, 1_000) == 1
+    assert fleet_workload.input_partitions(fleet_workload.PARTITIONED, 200_000) == 4
 
 
 def test_active_window_and_last_change() -> None:
     samples = [(0.0, (0.0,)), (1.0, (0.0,)), (2.0, (5.0,)), (3.0, (9.0,)), (4.0, (9.0,))]
-    assert fleet.active_window(samples) == (1.5, 2.5)
-    assert fleet.last_change_time(samples) == 2.5
+    assert fleet_sampling.active_window(samples) == (1.5, 2.5)
+    assert fleet_sampling.last_change_time(samples) == 2.5
     # everything between two samples: the whole interval
-    assert fleet.active_window([(0.0, (0.0,)), (1.0, (3.0,)), (2.0, (3.0,))]) == (0.0, 1.0)
+    assert fleet_sampling.active_window([(0.0, (0.0,)), (1.0, (3.0,)), (2.0, (3.0,))]) == (0.0, 1.0)
     with pytest.raises(ValueError):
-        fleet.active_window([(0.0, (1.0,)), (1.0, (1.0,))])
+        fleet_sampling.active_window([(0.0, (1.0,)), (1.0, (1.0,))])
 
 
 def test_histogram_quantiles() -> None:
@@ -145,11 +158,13 @@ def test_histogram_quantiles() -> None:
             "h_sum 1.0",
         ]
     )
-    buckets = fleet.histogram(fleet._metric_samples(text), "h")
+    buckets = fleet_sampling.histogram(fleet_sampling.metric_samples(text), "h")
     assert buckets == {0.1: 4.0, 0.5: 8.0, math.inf: 10.0}
-    assert fleet.histogram_quantile(0.4, buckets) == pytest.approx(0.1)
-    assert fleet.histogram_quantile(0.6, buckets) == pytest.approx(0.3)
-    assert fleet.histogram_quantile(0.99, buckets) == 0.5  # in +Inf: the highest finite bound
-    assert fleet.histogram_quantile(0.5, {}) is None
-    assert fleet.quantile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.0
-    assert fleet.quantile([1.0, 2.0, 3.0, 4.0], 1.0) == 4.0
+    assert fleet_sampling.histogram_quantile(0.4, buckets) == pytest.approx(0.1)
+    assert fleet_sampling.histogram_quantile(0.6, buckets) == pytest.approx(0.3)
+    assert (
+        fleet_sampling.histogram_quantile(0.99, buckets) == 0.5
+    )  # in +Inf: the highest finite bound
+    assert fleet_sampling.histogram_quantile(0.5, {}) is None
+    assert fleet_sampling.quantile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.0
+    assert fleet_sampling.quantile([1.0, 2.0, 3.0, 4.0], 1.0) == 4.0

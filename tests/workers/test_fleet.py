@@ -19,7 +19,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from benchmarks.datasets import stock, to_dicts
-from benchmarks.fleet import GLOBAL, PARTITIONED, QUERIES
+from benchmarks.fleet_workload import GLOBAL, PARTITIONED, QUERIES
 from cerfleet.fleet.registry import QuerySpec, write
 from cerfleet.fleet.topics import TopicError, partition_count
 from cerfleet.query import compile_query

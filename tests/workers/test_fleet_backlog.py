@@ -18,7 +18,7 @@ import orjson
 from confluent_kafka import Producer
 
 from benchmarks.datasets import stock, to_dicts
-from benchmarks.fleet import PARTITIONED
+from benchmarks.fleet_workload import PARTITIONED
 from cerfleet.query import compile_query
 from tests.fleet import Fleet
 

@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from benchmarks.datasets import stock, to_dicts
-from benchmarks.fleet import GLOBAL, PARTITIONED
+from benchmarks.fleet_workload import GLOBAL, PARTITIONED
 from cerfleet.fleet.registry import QuerySpec, write
 from cerfleet.fleet.settings import WorkerSettings
 from cerfleet.fleet.topics import TopicError, partition_count

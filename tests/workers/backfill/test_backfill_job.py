@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmarks.datasets import stock, write_jsonl
-from benchmarks.fleet import GLOBAL, PARTITIONED
+from benchmarks.fleet_workload import GLOBAL, PARTITIONED
 from cerfleet.query import compile_query
 from cerfleet.workers.backfill import backfill_job, compact_job
 

@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka import Producer
 
 from benchmarks.datasets import stock, to_dicts
-from benchmarks.fleet import GLOBAL
+from benchmarks.fleet_workload import GLOBAL
 from cerfleet.workers.backfill import backfill_job, compact_job
 from cerfleet.workers.backfill.kafka_ranges import plan_ranges
 from tests.kafka_broker import KafkaBroker

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.datasets import stock, write_jsonl
-from benchmarks.fleet import PARTITIONED
+from benchmarks.fleet_workload import PARTITIONED
 from cerfleet.workers.backfill.sinks import FAIL_BEFORE_COMMIT, transactional_id
 from tests.kafka_broker import KafkaBroker
 
