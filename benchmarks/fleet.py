@@ -54,7 +54,10 @@ what they have already read, counts the keyed records the worker never read
 the rate).
 
 ``--runs 0`` skips the throughput part, ``--latency-seconds 0`` the latency part;
-several ``--rate`` values give one latency run each.
+several ``--rate`` values give one latency run each. Each runs rate × seconds events,
+so each a different stream, with different Kleene bursts; ``--latency-events N``
+replays the same N events at every rate instead (taking N / rate seconds), which
+makes the rates comparable.
 
 Writes ``NAME.md`` and ``NAME.json`` (``--name``, default ``fleet``: command, event
 count, cores, date, tables) into ``--out`` (default ``benchmarks/results``).
@@ -110,6 +113,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--latency-seconds", type=float, default=10.0, help="latency: seconds (0: skip)"
     )
+    parser.add_argument(
+        "--latency-events",
+        type=int,
+        help="latency: replay this many events at every rate (default: rate × seconds, a "
+        "different stream at each rate)",
+    )
     parser.add_argument("--keyed-partitions", type=int, default=KEYED_PARTITIONS)
     parser.add_argument("--seed", type=int, default=1, help="throughput data seed")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
@@ -136,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         BROKER[0] = args.broker
     if args.events < 1 or args.workers < 1 or args.runs < 0 or min(args.rate) <= 0:
         parser.error("--events, --workers and --rate must be positive, --runs not negative")
+    if args.latency_events is not None and args.latency_events < 1:
+        parser.error("--latency-events must be positive")
     if args.workers > args.keyed_partitions:
         print(
             f"note: {args.workers} workers share {args.keyed_partitions} keyed partitions; "
@@ -189,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.latency_seconds,
                     logs / f"latency-{name}-{rate:.0f}",
                     keyed_partitions=args.keyed_partitions,
+                    count=args.latency_events,
                 )
                 latencies.append((name, lat))
                 print(

@@ -94,15 +94,17 @@ def throughput_table(summaries: Sequence[Summary]) -> list[str]:
 
 def latency_table(runs: Sequence[tuple[str, LatencyRun]]) -> list[str]:
     head = (
-        "| query | target ev/s | achieved ev/s | worker ev/s | complex events (embedded) "
-        "| p50 ms | p99 ms | max ms | worker histogram p50 / p99 ms "
+        "| query | target ev/s | events | achieved ev/s | worker ev/s | complex events "
+        "(embedded) | largest burst | p50 ms | p99 ms | max ms | worker histogram p50 / p99 ms "
         "| published → read p50 / p99 ms | drain s | records lost | late events |"
     )
-    lines = [head, "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [head, "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, r in runs:
         lines.append(
-            f"| {name} | {rate_text(r.target_rate)} | {rate_text(r.achieved_rate)} "
+            f"| {name} | {rate_text(r.target_rate)} | {r.produced:,} "
+            f"| {rate_text(r.achieved_rate)} "
             f"| {rate_text(r.worker_rate)} | {r.complex_events:,} ({r.expected:,}) "
+            f"| {r.largest_burst:,} "
             f"| {ms_text(r.q(0.5))} | {ms_text(r.q(0.99))} | {ms_text(r.q(1.0))} "
             f"| {ms_text(r.worker_p50)} / {ms_text(r.worker_p99)} "
             f"| {ms_text(r.published_q(0.5))} / {ms_text(r.published_q(0.99))} "
@@ -133,7 +135,12 @@ def write_markdown(
             else ""
         )
         + (
-            f"latency at {rates} ev/s for {args.latency_seconds:g} s."
+            f"latency at {rates} ev/s "
+            + (
+                f"for {args.latency_seconds:g} s."
+                if args.latency_events is None
+                else f"over the same {args.latency_events:,} events each."
+            )
             if latencies
             else "no latency run."
         ),
@@ -177,7 +184,11 @@ def write_markdown(
             "## Latency",
             "",
             "Coordinator and one worker running, idle and warmed up; a producer thread "
-            "publishes at the target rate. Latency: output record received − produce call of "
+            "publishes the events at the target rate: rate × seconds of them, or the same "
+            "number at every rate (`--latency-events`), which replays the same events. "
+            "Largest burst: the most complex events one of them ends (the embedded engine's); "
+            "where bursts hold more than 1% of the complex events, the p99 is their tail. "
+            "Latency: output record received − produce call of "
             "its last matched event (`sources[-1]`), through three batched producers "
             f"(`linger.ms={BATCHED_PRODUCER['linger.ms']}` for this one, the services' own "
             "setting for theirs) and two consumers. Worker histogram: "
@@ -257,6 +268,8 @@ def write_json(
                 "drain_s": r.drain_seconds,
                 "records_lost": r.lost,
                 "late_events": r.late,
+                "events": r.produced,
+                "largest_burst": r.largest_burst,
             }
             for name, r in latencies
         ],

@@ -44,11 +44,23 @@ def test_throughput_run_gives_the_embedded_answer(name: str, tmp_path: Path) -> 
 
 
 def test_latency_run_times_every_complex_event_and_its_last_hop(tmp_path: Path) -> None:
+    # ``count`` fixes the events whatever the rate (10 s at 1,000 ev/s would be 10,000).
+    query = fleet_workload.GLOBAL
     run = fleet_latency.run_latency(
-        fleet_workload.GLOBAL, 1_000, 2.0, tmp_path, warmup=500, stall=30.0
+        query, 1_000, 10.0, tmp_path, warmup=500, stall=30.0, count=2_000
     )
 
+    assert run.produced == 2_000 and run.produce_seconds < 5
     assert run.expected > 0 and run.complex_events == run.expected
+    # The largest burst, counted here from the stream the run replays.
+    stream = to_dicts(stock(500 + 2_000, seed=2))
+    ends = Counter(
+        ce.positions[-1]
+        for ce in compile_query(query, time_field="stock_time").evaluator().process_batch(stream)
+        if ce.positions[-1] >= 500
+    )
+    assert sum(ends.values()) == run.expected
+    assert run.largest_burst == max(ends.values()) > 1
     assert len(run.published) == len(run.latencies) == run.complex_events
     assert run.latencies == sorted(run.latencies) and run.published == sorted(run.published)
     # The last hop (worker's produce call → read) is part of the whole way (event's
@@ -56,7 +68,7 @@ def test_latency_run_times_every_complex_event_and_its_last_hop(tmp_path: Path) 
     # CreateTime is whole milliseconds.
     assert run.published[0] >= 0 and run.published[-1] <= run.latencies[-1] + 0.002
     table = "\n".join(fleet_report.latency_table([("global", run)]))
-    assert "published → read p50 / p99 ms" in table
+    assert "published → read p50 / p99 ms" in table and "| largest burst |" in table
 
 
 def test_throughput_runs_leave_the_fleets_fetch_waits_to_the_services(tmp_path: Path) -> None:
