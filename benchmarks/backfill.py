@@ -38,79 +38,26 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from benchmarks.datasets import BLOCK, batches, write_jsonl
+from benchmarks.backfill_archive import TIME_FIELD, desks, write_archive
+from benchmarks.datasets import write_jsonl
 from benchmarks.fleet_workload import GLOBAL, PARTITIONED
+from benchmarks.process_cpu import CpuSampler
 from cerfleet.workers.backfill.class_archive import class_archive
-from cerfleet.workers.backfill.schemas import ARCHIVE, dates_of
+from cerfleet.workers.backfill.schemas import ARCHIVE
 
-DESKS = 50
 BALANCED = """SELECT * FROM S WHERE SELL as s ; BUY+ as b ; SELL as c
 FILTER s[volume >= 2000] AND b[volume >= 2000] AND c[volume >= 2000]
 PARTITION BY [desk] WITHIN 60000 [stock_time] CONSUME BY PARTITION"""
 QUERIES = {"balanced": BALANCED, "partitioned": PARTITIONED, "sliced": GLOBAL}
-TIME_FIELD = "stock_time"
 SPARK_BATCH = 10_000  # spark.sql.execution.arrow.maxRecordsPerBatch's default
-TOPIC = "stock"
 ROOT = Path(__file__).resolve().parent
-
-
-def desks(first: int, m: int) -> np.ndarray:
-    """Event i's desk: a multiplicative hash of i, so every desk has n/50 events spread
-    over the whole stream (no desk is hot at any moment)."""
-    i = np.arange(first, first + m, dtype=np.uint64)
-    return ((i * np.uint64(2654435761)) % np.uint64(2**32) % np.uint64(DESKS)).astype(np.int64)
-
-
-def write_archive(directory: Path, n: int) -> None:
-    """N stock events as the compaction job files them: ``date=…/part-*.parquet``."""
-    offset = 0
-    writers: dict[str, pq.ParquetWriter] = {}
-    schema = pa.schema([f for f in ARCHIVE if f.name != "date"])
-    try:
-        for batch in batches("stock", n, size=BLOCK):
-            batch = {**batch, "desk": desks(offset, len(batch["type"]))}
-            keys = list(batch)
-            columns = [batch[k].tolist() for k in keys]
-            values = [
-                orjson.dumps(dict(zip(keys, row, strict=True)))
-                for row in zip(*columns, strict=True)
-            ]
-            m = len(values)
-            stamps = [int(t) for t in batch[TIME_FIELD].tolist()]
-            table = pa.table(
-                {
-                    "topic": [TOPIC] * m,
-                    "partition": pa.array([0] * m, pa.int32()),
-                    "offset": pa.array(range(offset, offset + m), pa.int64()),
-                    "timestamp": pa.array(stamps, pa.int64()),
-                    "key": pa.array([None] * m, pa.binary()),
-                    "value": pa.array(values, pa.binary()),
-                    "headers": pa.array([None] * m, schema.field("headers").type),
-                },
-                schema=schema,
-            )
-            offset += m
-            dates = dates_of(stamps)
-            for date in sorted(set(dates)):
-                part = table.filter(pa.array([d == date for d in dates]))
-                if date not in writers:
-                    path = directory / f"date={date}" / "part-0.parquet"
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    writers[date] = pq.ParquetWriter(path, schema)
-                writers[date].write_table(part)
-    finally:
-        for w in writers.values():
-            w.close()
 
 
 def _cerfleet(*args: str) -> subprocess.CompletedProcess[bytes]:
@@ -126,64 +73,6 @@ def embedded(query: Path, events: Path) -> tuple[float, int]:
     if done.returncode:
         raise RuntimeError(done.stderr.decode()[-2000:])
     return wall, done.stdout.count(b"\n")
-
-
-def _tree_cpu(root: int) -> float:
-    """CPU seconds of ``root`` and every live process under it (the JVM, Spark's Python
-    workers): each one's own time and its reaped children's."""
-    parents: dict[int, int] = {}
-    cpu: dict[int, float] = {}
-    tick = os.sysconf("SC_CLK_TCK")
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:  # gone meanwhile
-            continue
-        pid = int(entry)
-        parents[pid] = int(fields[1])
-        cpu[pid] = sum(int(x) for x in fields[11:15]) / tick  # utime stime cutime cstime
-    total = 0.0
-    for pid, c in cpu.items():
-        p = pid
-        while p > 1 and p != root:
-            p = parents.get(p, 0)
-        if p == root:
-            total += c
-    return total
-
-
-class _CpuSampler:
-    """The CPU of a process tree over time, read from ``/proc`` every 0.1 s (Linux)."""
-
-    def __init__(self, root: int) -> None:
-        self.samples: list[tuple[float, float]] = []
-        self._root = root
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        last = 0.0
-        while not self._stop.is_set() and os.path.exists(f"/proc/{self._root}"):
-            # Never down: a child that has exited but is not yet reaped may be missed once.
-            last = max(last, _tree_cpu(self._root))
-            self.samples.append((time.time(), last))
-            self._stop.wait(0.1)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def between(self, a: float, b: float) -> float | None:
-        """CPU seconds used from wall-clock time ``a`` to ``b`` (interpolated)."""
-        if len(self.samples) < 2 or not os.path.isdir("/proc"):
-            return None
-        times = [t for t, _ in self.samples]
-        values = [c for _, c in self.samples]
-        return float(np.interp(b, times, values) - np.interp(a, times, values))
 
 
 def backfill(query: Path, archive: Path, out: Path, master: str) -> dict[str, Any]:
@@ -213,7 +102,7 @@ def backfill(query: Path, archive: Path, out: Path, master: str) -> dict[str, An
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    sampler = _CpuSampler(proc.pid)
+    sampler = CpuSampler(proc.pid)
     try:
         stdout, stderr = proc.communicate()
     finally:

@@ -22,113 +22,15 @@ import argparse
 import json
 import platform
 import re
-import statistics
 import sys
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
-from benchmarks import datasets
-from benchmarks.measure import Result, Spec, run_in_subprocess
-from benchmarks.queries import PAPER_LIMIT, SIZES, WINDOW_FACTORS, BenchQuery, suite
-
-DATASETS = ("stock", "smart_homes", "taxi")
-FAMILY_OF = {"stock": "S", "smart_homes": "H", "taxi": "T"}
-NOOP = "no-op"
-
-
-@dataclass
-class Row:
-    """The summary of one query (or the no-op) at one size."""
-
-    name: str
-    dataset: str
-    family: str  # S H T S' H' T' Q, or no-op
-    n: int
-    window: int
-    size: int
-    rate: float | None  # median events/s; None: aborted (timeout)
-    rates: list[float]
-    peak_mib: float | None
-    complex_events: int | None
-    path: str
-
-    @property
-    def aborted(self) -> bool:
-        return self.rate is None
-
-
-def summarize(results: Sequence[Result | None]) -> tuple[float | None, float | None, int | None]:
-    """(median events/s, largest peak MiB, complex events) of some runs of one query."""
-    done = [r for r in results if r is not None]
-    if not done or len(done) < len(results):
-        return None, None, None
-    counts = {r.complex_events for r in done}
-    if len(counts) > 1:
-        raise RuntimeError(f"runs disagree on the number of complex events: {sorted(counts)}")
-    return (
-        statistics.median(r.rate for r in done),
-        max(r.peak_mib for r in done),
-        done[0].complex_events,
-    )
-
-
-def measure_rows(
-    queries: Iterable[BenchQuery],
-    sizes: Sequence[int],
-    *,
-    runs: int,
-    seed: int = 1,
-    path: str = "auto",
-    timeout: float | None = None,
-    chunk: int = datasets.BLOCK,
-    log: Any = None,
-) -> list[Row]:
-    """Measure the no-op of every dataset used and each query, at each size."""
-    queries = list(queries)
-    rows: list[Row] = []
-    for size in sizes:
-        for dataset in DATASETS:
-            of_dataset = [q for q in queries if q.dataset == dataset]
-            if not of_dataset:
-                continue
-            jobs: list[tuple[str, str, int, int, str | None]] = [(NOOP, NOOP, 0, 0, None)]
-            jobs += [(q.name, q.family, q.n, q.window, q.text) for q in of_dataset]
-            for name, family, n, window, text in jobs:
-                spec = Spec(dataset, size, text, seed=seed, chunk=chunk, path=path)
-                started = time.perf_counter()
-                results = [run_in_subprocess(spec, timeout) for _ in range(runs)]
-                rate, peak, count = summarize(results)
-                kinds = {r.path for r in results if r is not None}
-                row = Row(
-                    name, dataset, family, n, window, size, rate,
-                    [r.rate for r in results if r is not None], peak, count,
-                    kinds.pop() if len(kinds) == 1 else "/".join(sorted(kinds)) or "-",
-                )  # fmt: skip
-                rows.append(row)
-                if log is not None:
-                    took = time.perf_counter() - started
-                    print(
-                        f"{size:>10,} {dataset:<11} {name:<8} {_fmt_rate(rate):>12} ev/s "
-                        f"{_fmt(peak, '.0f'):>6} MiB {_fmt(count, ','):>10} CE  "
-                        f"({row.path}, {took:.1f} s)",
-                        file=log,
-                        flush=True,
-                    )
-    return rows
-
+from benchmarks.queries import PAPER_LIMIT, SIZES, WINDOW_FACTORS, suite
+from benchmarks.report_rows import FAMILY_OF, NOOP, Row, fmt, fmt_rate, measure_rows
 
 # --- formatting ----------------------------------------------------------------------
-
-
-def _fmt(value: float | int | None, spec: str) -> str:
-    return "aborted" if value is None else format(value, spec)
-
-
-def _fmt_rate(rate: float | None) -> str:
-    return _fmt(rate, ",.0f")
 
 
 def _noop_rate(rows: Sequence[Row], dataset: str, size: int) -> float | None:
@@ -148,8 +50,8 @@ def markdown_table(rows: Sequence[Row], size: int) -> str:
         ratio = "" if r.rate is None or not noop else f"{r.rate / noop:.3f}"
         name = f"**{r.name}**" if r.family == NOOP else r.name
         lines.append(
-            f"| {name} | {r.dataset} | {r.size:,} | {_fmt_rate(r.rate)} | {ratio} | "
-            f"{_fmt(r.peak_mib, '.1f')} | {'' if r.family == NOOP else _fmt(r.complex_events, ',')}"
+            f"| {name} | {r.dataset} | {r.size:,} | {fmt_rate(r.rate)} | {ratio} | "
+            f"{fmt(r.peak_mib, '.1f')} | {'' if r.family == NOOP else fmt(r.complex_events, ',')}"
             f" | {r.path} |"
         )
     return "\n".join(lines)
@@ -175,7 +77,7 @@ def _rate_of(rows: Sequence[Row], name: str, size: int) -> float | None:
 def _at_least(target: str, values: dict[str, float | None], floor: float) -> Check:
     if not values:
         return Check(target, "SKIP", "not measured")
-    parts = [f"{k} {_fmt_rate(v)}" for k, v in values.items()]
+    parts = [f"{k} {fmt_rate(v)}" for k, v in values.items()]
     ok = all(v is not None and v >= floor for v in values.values())
     return Check(target, "PASS" if ok else "FAIL", ", ".join(parts))
 
@@ -193,7 +95,7 @@ def _relative(
             ok = False
             parts.append(f"{label}: aborted")
             continue
-        parts.append(f"{label}: {_fmt_rate(a)} / {_fmt_rate(b)} = {a / b:.2f}")
+        parts.append(f"{label}: {fmt_rate(a)} / {fmt_rate(b)} = {a / b:.2f}")
         ok = ok and a >= factor * b
     return Check(target, "PASS" if ok else "FAIL", "; ".join(parts))
 

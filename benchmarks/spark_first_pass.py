@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.backfill import TIME_FIELD, write_archive
+from benchmarks.backfill_archive import TIME_FIELD, write_archive
 
 ROOT = Path(__file__).resolve().parent
 

@@ -21,3 +21,11 @@ def test_every_source_package_is_installed() -> None:
     listed = set(config["tool"]["setuptools"]["packages"])
     found = {name for name, mod in architecture.modules().items() if mod.path.name == "__init__.py"}
     assert found == listed
+
+
+def test_a_benchmark_over_the_limit_is_a_breach() -> None:
+    path = architecture.REPO / "benchmarks" / "fleet.py"
+    assert architecture._size_breach(path, architecture.MAX_LINES) == []
+    assert architecture._size_breach(path, architecture.MAX_LINES + 1) == [
+        f"benchmarks/fleet.py: {architecture.MAX_LINES + 1} lines (more than 400)"
+    ]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import backfill
+from benchmarks import backfill, backfill_archive, process_cpu
 from benchmarks.datasets import write_jsonl
 
 
@@ -20,7 +20,7 @@ from benchmarks.datasets import write_jsonl
 def test_python_passes_find_the_embedded_engines_complex_events(tmp_path: Path, name: str) -> None:
     n = 4000
     archive = tmp_path / "archive"
-    backfill.write_archive(archive, n)
+    backfill_archive.write_archive(archive, n)
     events = tmp_path / "events.jsonl"
     write_jsonl(events, backfill._stock(n))
     query = tmp_path / f"{name}.ceql"
@@ -37,7 +37,7 @@ def test_cpu_of_a_process_tree_counts_its_children() -> None:
     # A shell whose child burns about 0.3 s of CPU: the tree's CPU must include it.
     burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass"
     proc = subprocess.Popen(["sh", "-c", f'"{sys.executable}" -c "{burn}"; sleep 0.5'])
-    sampler = backfill._CpuSampler(proc.pid)
+    sampler = process_cpu.CpuSampler(proc.pid)
     began = time.time()
     try:
         proc.wait(30)
@@ -58,7 +58,7 @@ def test_the_first_pass_in_spark_expressions_times_every_step(tmp_path: Path) ->
     from cerfleet.workers.backfill.spark_session import session
 
     archive = tmp_path / "archive"
-    backfill.write_archive(archive, 3000)
+    backfill_archive.write_archive(archive, 3000)
     # The suite's one Spark session (the backfill tests' fixture stops it at the end).
     times = spark_first_pass.measure(session("cerfleet-tests"), archive, 1)
     assert list(times) == ["read", "json_tuple", "from_json", "first pass"]
@@ -69,5 +69,5 @@ def test_the_first_pass_in_spark_expressions_times_every_step(tmp_path: Path) ->
     first = spark_first_pass._steps(df)["first pass"]
     rows = first.collect()
     assert len(rows) == 3000
-    assert {r["unit"] for r in rows} == {str(d) for d in range(backfill.DESKS)}
+    assert {r["unit"] for r in rows} == {str(d) for d in range(backfill_archive.DESKS)}
     assert all(r["t"] is not None for r in rows)

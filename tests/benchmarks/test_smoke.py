@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks import datasets, queries, report
+from benchmarks import datasets, queries, report, report_rows
 from benchmarks.measure import Result, Spec, run, run_in_subprocess
 from cerfleet import compile_query
 
@@ -140,8 +140,8 @@ def test_measurement_in_process_and_subprocess() -> None:
 
 def test_report_rows_targets_and_markdown(tmp_path: Path) -> None:
     picked = [q for q in SUITE if q.name in {"S3", "S3'"}]
-    rows = report.measure_rows(picked, [2_000], runs=1, timeout=120)
-    assert [r.name for r in rows] == [report.NOOP, "S3", "S3'"]
+    rows = report_rows.measure_rows(picked, [2_000], runs=1, timeout=120)
+    assert [r.name for r in rows] == [report_rows.NOOP, "S3", "S3'"]
     assert all(r.rate is not None and r.rate > 0 for r in rows)
     checks = report.check_targets(rows)
     assert [c.status in {"PASS", "FAIL", "SKIP"} for c in checks] == [True] * 5
@@ -154,14 +154,16 @@ def test_report_rows_targets_and_markdown(tmp_path: Path) -> None:
     assert (tmp_path / "throughput.png").stat().st_size > 0
 
 
-def _row(name: str, size: int, rate: float, peak: float = 100.0) -> report.Row:
-    family = report.NOOP if name == report.NOOP else name[0] + ("'" if "'" in name else "")
-    return report.Row(name, "stock", family, 3, 1, size, rate, [rate], peak, 0, "columns")
+def _row(name: str, size: int, rate: float, peak: float = 100.0) -> report_rows.Row:
+    family = (
+        report_rows.NOOP if name == report_rows.NOOP else name[0] + ("'" if "'" in name else "")
+    )
+    return report_rows.Row(name, "stock", family, 3, 1, size, rate, [rate], peak, 0, "columns")
 
 
 def test_targets_on_given_numbers() -> None:
     small, large = 1_000_000, 10_000_000
-    rows = [_row(report.NOOP, small, 4e6, 60.0), _row(report.NOOP, large, 4e6, 90.0)]
+    rows = [_row(report_rows.NOOP, small, 4e6, 60.0), _row(report_rows.NOOP, large, 4e6, 90.0)]
     rows += [_row(n, small, 1.2e6, 100.0) for n in ("S3'", "S3'x4", "S24'", "S3")]
     rows += [
         _row("S3'", large, 1.1e6, 105.0),
