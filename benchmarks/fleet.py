@@ -1,7 +1,13 @@
 """Throughput and latency of the fleet: a coordinator and worker processes over Kafka.
 
-Run ``python -m benchmarks.fleet [--events N] [--workers W] [--rate R] [--runs K]
-[--query partitioned|global|balanced|both] [--latency-seconds S] [--out DIR]``.
+Run ``python -m benchmarks.fleet [--events N] [--workers W] [--rate R ...] [--runs K]
+[--query partitioned|global|balanced|both] [--latency-seconds S] [--latency-events N]
+[--broker mock|tansu | --bootstrap-servers HOSTS] [--out DIR] [--name NAME]``.
+
+The parts: ``fleet_workload`` (queries and events), ``fleet_brokers`` and
+``fleet_processes`` (the broker and the fleet's processes of one run),
+``fleet_sampling`` (their metrics read while they run), ``fleet_throughput`` and
+``fleet_latency`` (one run of each kind), ``fleet_report`` (the tables).
 
 The broker is librdkafka's mock cluster (:class:`cerfleet.fleet.local_broker.LocalBroker`)
 hosted in this process, in memory; the coordinator and the workers are separate
