@@ -38,6 +38,7 @@ import orjson
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from benchmarks.fleet_sampling import quantile
+from benchmarks.process_cpu import cpu_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPIC = "t"
@@ -62,12 +63,6 @@ class Case:
     read: int
     p50_ms: float | None
     p99_ms: float | None
-
-
-def _cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @contextmanager
@@ -125,7 +120,7 @@ def tail_read(servers: str, pid: int, start: int, rate: float, seconds: float) -
     sent: list[float] = []
     latencies: list[float] = []
     clock = time.monotonic
-    began, cpu = clock(), _cpu_seconds(pid)
+    began, cpu = clock(), cpu_seconds(pid) or 0.0
     while (now := clock()) - began < seconds:
         while len(sent) < int((now - began) * rate):
             producer.produce(TOPIC, VALUE, partition=0)
@@ -135,7 +130,7 @@ def tail_read(servers: str, pid: int, start: int, rate: float, seconds: float) -
             offset = msg.offset()
             if msg.error() is None and offset is not None and 0 <= offset - start < len(sent):
                 latencies.append(clock() - sent[offset - start])
-    cores = (_cpu_seconds(pid) - cpu) / (clock() - began)
+    cores = ((cpu_seconds(pid) or 0.0) - cpu) / (clock() - began)
     consumer.close()
     producer.flush(10)
     latencies.sort()

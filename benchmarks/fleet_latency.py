@@ -3,6 +3,7 @@ target rate, each complex event timed from its last event's produce call to its 
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import Counter
@@ -42,6 +43,7 @@ from benchmarks.fleet_workload import (
     events_for,
     input_partitions,
 )
+from benchmarks.process_cpu import cpu_seconds
 from cerfleet.kept_json import dumps_kept
 
 
@@ -67,6 +69,9 @@ class LatencyRun:
     # burst's outputs are produced, fetched and read one after another, so the p99 of a
     # query whose bursts hold over 1% of its outputs is the tail of its largest bursts.
     largest_burst: int = 0
+    # Cores each process used while the events were produced (``cpu_now``); None where
+    # not known: the mock's broker runs in the benchmark's process, an external one afar.
+    cores: dict[str, float | None] = field(default_factory=dict)
 
     @property
     def achieved_rate(self) -> float:
@@ -122,6 +127,19 @@ def paced_produce(
     span[:] = [t0, clock()]
     if producer.flush(60):
         failed.append(KafkaError(KafkaError._MSG_TIMED_OUT))
+
+
+def cpu_now(f: FleetRun) -> dict[str, float | None]:
+    """CPU seconds so far of the run's processes (``/proc``): the coordinator, the first
+    worker, the broker when it is a process of its own (tansu), and this one."""
+    broker = getattr(f.broker, "process", None)
+    own = os.times()
+    return {
+        "coordinator": None if f.coordinator is None else cpu_seconds(f.coordinator.popen.pid),
+        "worker": cpu_seconds(f.workers[0].popen.pid) if f.workers else None,
+        "broker": None if broker is None else cpu_seconds(broker.pid),
+        "benchmark": own.user + own.system,
+    }
 
 
 def run_latency(
@@ -216,12 +234,14 @@ def run_latency(
                 take(0.02)
 
         collector = threading.Thread(target=collect, name="output-reader", daemon=True)
+        cpu_before = cpu_now(f)
         thread.start()
         collector.start()
         while thread.is_alive():
             f.check_alive()
             time.sleep(0.05)
         thread.join()
+        cpu_after = cpu_now(f)
         if failed:
             raise BenchmarkError(f"producing failed: {failed[:3]}")
         total = warmup + n
@@ -283,4 +303,11 @@ def run_latency(
         lost=lost,
         late=late,
         largest_burst=max(bursts.values(), default=0),
+        cores={
+            name: None
+            if (a := cpu_before[name]) is None or (b := cpu_after[name]) is None
+            # Over the paced phase: the thread's clock (span) is within the two readings.
+            else (b - a) / (span[1] - span[0])
+            for name in cpu_before
+        },
     )

@@ -96,9 +96,13 @@ def latency_table(runs: Sequence[tuple[str, LatencyRun]]) -> list[str]:
     head = (
         "| query | target ev/s | events | achieved ev/s | worker ev/s | complex events "
         "(embedded) | largest burst | p50 ms | p99 ms | max ms | worker histogram p50 / p99 ms "
-        "| published → read p50 / p99 ms | drain s | records lost | late events |"
+        "| published → read p50 / p99 ms | drain s | records lost | late events "
+        "| CPU cores: coordinator / worker / broker / benchmark |"
     )
-    lines = [head, "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        head,
+        "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for name, r in runs:
         lines.append(
             f"| {name} | {rate_text(r.target_rate)} | {r.produced:,} "
@@ -109,9 +113,17 @@ def latency_table(runs: Sequence[tuple[str, LatencyRun]]) -> list[str]:
             f"| {ms_text(r.worker_p50)} / {ms_text(r.worker_p99)} "
             f"| {ms_text(r.published_q(0.5))} / {ms_text(r.published_q(0.99))} "
             f"| {r.drain_seconds:.2f} | {r.lost:,} "
-            f"| {r.late:,} |"
+            f"| {r.late:,} "
+            f"| {' / '.join(_cores(r.cores.get(k)) for k in CORES)} |"
         )
     return lines
+
+
+CORES = ("coordinator", "worker", "broker", "benchmark")
+
+
+def _cores(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def write_markdown(
@@ -198,7 +210,9 @@ def write_markdown(
             "Drain: last event produced → every keyed "
             "record processed (large when the worker is slower than the target rate). Late "
             "events: dropped by the worker as late (`cerfleet_worker_late_events_total`), "
-            "which makes fewer complex events than the embedded engine's.",
+            "which makes fewer complex events than the embedded engine's. CPU cores: each "
+            "process's CPU seconds (`/proc`) over the produce phase; the mock's broker runs "
+            "in the benchmark's process, so its share is in that figure there.",
             "",
             *latency_table(latencies),
             "",
@@ -270,6 +284,7 @@ def write_json(
                 "late_events": r.late,
                 "events": r.produced,
                 "largest_burst": r.largest_burst,
+                "cpu_cores": r.cores,
             }
             for name, r in latencies
         ],

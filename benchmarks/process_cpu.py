@@ -1,5 +1,6 @@
-"""The CPU of a process tree, read from ``/proc`` (Linux): a Spark job's JVM and
-Python workers, summed under the process that launched them."""
+"""The CPU of processes, read from ``/proc`` (Linux): one process's own, or a process
+tree's (a Spark job's JVM and Python workers, summed under the process that launched
+them)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,17 @@ import threading
 import time
 
 import numpy as np
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU seconds of process ``pid``'s own threads (user and system); None when it is
+    gone or there is no ``/proc``."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def tree_cpu(root: int) -> float:

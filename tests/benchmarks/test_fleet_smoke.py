@@ -61,6 +61,11 @@ def test_latency_run_times_every_complex_event_and_its_last_hop(tmp_path: Path) 
     )
     assert sum(ends.values()) == run.expected
     assert run.largest_burst == max(ends.values()) > 1
+    # Each process's CPU over the paced phase; the mock's broker has no process of its own.
+    assert run.cores["broker"] is None
+    for name in ("coordinator", "worker", "benchmark"):
+        cores = run.cores[name]
+        assert cores is not None and 0 < cores < 4
     assert len(run.published) == len(run.latencies) == run.complex_events
     assert run.latencies == sorted(run.latencies) and run.published == sorted(run.published)
     # The last hop (worker's produce call → read) is part of the whole way (event's
@@ -69,6 +74,7 @@ def test_latency_run_times_every_complex_event_and_its_last_hop(tmp_path: Path) 
     assert run.published[0] >= 0 and run.published[-1] <= run.latencies[-1] + 0.002
     table = "\n".join(fleet_report.latency_table([("global", run)]))
     assert "published → read p50 / p99 ms" in table and "| largest burst |" in table
+    assert table.splitlines()[-1].endswith(" / - / " + f"{run.cores['benchmark']:.2f} |")
 
 
 def test_throughput_runs_leave_the_fleets_fetch_waits_to_the_services(tmp_path: Path) -> None:
