@@ -252,7 +252,11 @@ TANSU_GAPS = {
 
 
 class TansuBroker(KafkaBroker):
-    """A tansu process (memory storage) on a free loopback port, stopped by :meth:`close`."""
+    """A tansu process (memory storage) on a free loopback port, stopped by :meth:`close`.
+
+    Its fetches cost more with every earlier batch of the partition read (a reader at the
+    tail of a 20,000-batch partition starved it of a whole core and read nothing in 10 s:
+    ``benchmarks.broker_batches``), so a long run with small batches slows it down."""
 
     kind = "tansu"
 
