@@ -39,6 +39,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from benchmarks.fleet_sampling import quantile
 from benchmarks.process_cpu import cpu_seconds
+from cerfleet.fleet.topics import ensure_topics
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPIC = "t"
@@ -84,8 +85,6 @@ def broker(kind: str) -> Iterator[tuple[str, int]]:
     try:
         assert host.stdout is not None
         servers = host.stdout.readline().strip()
-        from cerfleet.fleet.topics import ensure_topics
-
         ensure_topics({"bootstrap.servers": servers}, {TOPIC: 1})
         yield servers, host.pid
     finally:
