@@ -37,6 +37,7 @@ import confluent_kafka
 import orjson
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from benchmarks.fleet_brokers import BROKERS
 from benchmarks.fleet_sampling import quantile
 from benchmarks.process_cpu import cpu_seconds
 from cerfleet.fleet.topics import ensure_topics
@@ -70,9 +71,7 @@ class Case:
 def broker(kind: str) -> Iterator[tuple[str, int]]:
     """A fresh broker of ``kind`` with the topic made: its address and process id."""
     if kind == "tansu":
-        from tests.kafka_broker import TansuBroker  # knows where the binary is
-
-        tansu = TansuBroker()
+        tansu = BROKERS["tansu"]()
         try:
             tansu.create_topic(TOPIC, 1)
             yield tansu.bootstrap_servers, tansu.process.pid
@@ -94,14 +93,10 @@ def broker(kind: str) -> Iterator[tuple[str, int]]:
 
 def fill(servers: str, records: int, batches: int) -> None:
     """``records`` records in ``batches`` batches: each batch flushed before the next."""
-    producer = Producer(
-        {
-            "bootstrap.servers": servers,
-            "linger.ms": "1000",
-            "batch.num.messages": str(max(1, records // batches)),
-        }
-    )
     per = max(1, records // batches)
+    producer = Producer(
+        {"bootstrap.servers": servers, "linger.ms": "1000", "batch.num.messages": str(per)}
+    )
     for i in range(records):
         producer.produce(TOPIC, VALUE, partition=0)
         if (i + 1) % per == 0:

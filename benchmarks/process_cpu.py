@@ -11,13 +11,21 @@ import time
 import numpy as np
 
 
+def _stat(pid: int | str) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command's name; None when the process
+    is gone (or there is no ``/proc``)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
 def cpu_seconds(pid: int) -> float | None:
     """CPU seconds of process ``pid``'s own threads (user and system); None when it is
     gone or there is no ``/proc``."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
+    fields = _stat(pid)
+    if fields is None:
         return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
@@ -29,12 +37,8 @@ def tree_cpu(root: int) -> float:
     cpu: dict[int, float] = {}
     tick = os.sysconf("SC_CLK_TCK")
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:  # gone meanwhile
+        fields = _stat(entry) if entry.isdigit() else None
+        if fields is None:  # not a process, or gone meanwhile
             continue
         pid = int(entry)
         parents[pid] = int(fields[1])
