@@ -12,6 +12,7 @@ from typing import Generic, TypeVar, cast
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from cerfleet.coordinator.time_merge import TimeMerge
+from cerfleet.fleet.batching import by_partition
 
 __all__ = ["SyncedInput", "consumer_lag", "split_input"]
 
@@ -115,20 +116,29 @@ def split_input(
 ) -> dict[tuple[str, int], list[Message]]:
     """The records of a batch with errors or events among them, per partition (a batch
     without is split by ``fleet.batching.by_partition``); adds to ``ended`` the
-    partitions read to their end after their last record here."""
+    partitions read to their end after their last record here.
+
+    With partition ends reported, a drain under a paced load holds an end event nearly
+    every time: the records between events are split in C (``by_partition``), not one
+    by one."""
     by_tp: dict[tuple[str, int], list[Message]] = {}
-    for msg in msgs:
-        tp = cast("tuple[str, int]", (msg.topic(), msg.partition()))
-        err = msg.error()
-        if err is not None:
+    events = [i for i, err in enumerate(map(Message.error, msgs)) if err is not None]
+    start = 0
+    for stop in [*events, len(msgs)]:
+        runs = by_partition(msgs[start:stop]) if stop > start else None
+        for tp, run in (runs or {}).items():
+            part = by_tp.get(tp)
+            if part is None:
+                by_tp[tp] = run
+            else:
+                part += run
+            ended.discard(tp)
+        if stop < len(msgs):
+            msg = msgs[stop]
+            err = cast("KafkaError", msg.error())
             if err.code() == KafkaError._PARTITION_EOF:
-                ended.add(tp)
+                ended.add(cast("tuple[str, int]", (msg.topic(), msg.partition())))
             else:
                 log.warning("consume: %s", err)
-            continue
-        part = by_tp.get(tp)
-        if part is None:
-            part = by_tp[tp] = []
-        part.append(msg)
-        ended.discard(tp)
+        start = stop + 1
     return by_tp

@@ -55,6 +55,15 @@ class Extracted:
     # Per record, its clock (``Clock``), None when it has none; None without a clock.
     times: list[float | None] | None = None
 
+    def part(self, start: int, stop: int) -> Extracted:
+        """The routing of records ``start`` to ``stop``, numbered from 0."""
+        rejected = self.rejected
+        return Extracted(
+            {i - start: v for i, v in rejected.items() if start <= i < stop} if rejected else {},
+            [k[start:stop] for k in self.keys],
+            None if self.times is None else self.times[start:stop],
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Clock:

@@ -24,17 +24,16 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from prometheus_client import CollectorRegistry
 
+from cerfleet.coordinator.fetched import Fetched, fetched_parts, offsets_of
 from cerfleet.coordinator.input_sync import SyncedInput, consumer_lag, split_input
 from cerfleet.coordinator.metrics import RouterMetrics
-from cerfleet.coordinator.partition_keys import Extracted
-from cerfleet.coordinator.rdf_routing import Extractor, extract, extractor_for
-from cerfleet.coordinator.time_merge import Run
+from cerfleet.coordinator.rdf_routing import Extractor, extractor_for
+from cerfleet.coordinator.time_merge import Run, TimeMerge
 from cerfleet.fleet.batching import (
     ANY_PARTITION,
     BATCHED_PRODUCER,
@@ -49,8 +48,6 @@ from cerfleet.fleet.keyed import (
     REGISTRY_HEADER,
     SRC_HEADER,
     STAGE_HEADER,
-    encode_src,
-    frame_format,
 )
 from cerfleet.fleet.registry import Registry
 from cerfleet.fleet.registry import ensure_topic as ensure_registry_topic
@@ -71,28 +68,6 @@ def keyed_producer_config(settings: CoordinatorSettings) -> dict[str, str | bool
     return config
 
 
-_NO_PARTITION_KEY = b"[]"  # a query without PARTITION BY: one key, one keyed partition
-
-
-@dataclass(slots=True)
-class _Fetched:
-    """One input partition's fetched records, with their routing extracted."""
-
-    msgs: list[Message]
-    values: list[bytes | None]
-    offsets: list[int]
-    stamps: list[tuple[int, int]]  # each record's (timestamp type, timestamp)
-    extractor: Extractor
-    extracted: Extracted
-    reg: bytes  # the registry offset of the routing table it was extracted for
-    framed: bytes  # the copies' values, as ``framed % (offset, value)`` (``fleet.keyed``)
-
-    def src(self, i: int) -> bytes:
-        """Record ``i``'s input coordinates, as ``encode_src`` writes them."""
-        msg = self.msgs[i]
-        return encode_src(cast("str", msg.topic()), cast("int", msg.partition()), self.offsets[i])
-
-
 class Router:
     def __init__(
         self,
@@ -110,7 +85,7 @@ class Router:
         self._pending: dict[tuple[str, int], int] = {}  # next offset to commit, per input
         self._failure: KafkaError | None = None
         self._extractors: dict[str, Extractor] = {}  # per input topic, for its groups
-        self._input: SyncedInput[_Fetched] = SyncedInput(
+        self._input: SyncedInput[Fetched] = SyncedInput(
             settings.merge_idle,
             2 * settings.batch_size,
             lambda tp: consumer_lag(self._consumer, tp),
@@ -206,45 +181,41 @@ class Router:
             by_tp = split_input(msgs, ended)
         now = time.monotonic()
         merge = self._input.merge
-        for tp, part in by_tp.items():
-            fetched = self._extract(tp[0], tp[1], part, reg)
-            if fetched is None:
-                continue
-            times = fetched.extracted.times
-            if times is not None and tp in merge:
-                merge.push(tp, fetched, times, now)
-            else:
-                self._emit([(tp, fetched, 0, len(part))])
+        by_topic: dict[str, list[tuple[int, list[Message]]]] = {}
+        for (topic, partition), part in by_tp.items():
+            by_topic.setdefault(topic, []).append((partition, part))
+        for topic, parts in by_topic.items():
+            for fetched in self._extract(topic, parts, reg):
+                self._hold(fetched, merge, now)
         for tp in ended:
             merge.end(tp)
         self._emit(merge.take(now))
         self._input.throttle(self._consumer)
         self._producer.poll(0)
 
-    def _extract(
-        self, topic: str, partition: int, msgs: list[Message], reg: bytes
-    ) -> _Fetched | None:
-        """The routing of records of one input partition: the PARTITION BY values and
-        clocks of the whole batch are extracted at once. None: no group reads them."""
-        offsets = cast("list[int]", [m.offset() for m in msgs])  # data records have offsets
-        self.metrics.events_in.labels(topic).inc(len(msgs))
-        extractor = self._extractors.get(topic)
-        if extractor is None:
-            self._pending[(topic, partition)] = offsets[-1] + 1
-            return None
-        values: list[bytes | None] = [m.value() for m in msgs]
-        return _Fetched(
-            msgs,
-            values,
-            offsets,
-            [m.timestamp() for m in msgs],
-            extractor,
-            extract(extractor, msgs, values),
-            reg,
-            frame_format(reg, topic, partition),
-        )
+    def _hold(self, fetched: Fetched, merge: TimeMerge[Fetched], now: float) -> None:
+        """Hand ``fetched`` to the time merge, or forward it now when its topic has no clock."""
+        tp = fetched.tp
+        times = fetched.extracted.times
+        if times is not None and tp in merge:
+            merge.push(tp, fetched, times, now)
+        else:
+            self._emit([(tp, fetched, 0, len(fetched.msgs))])
 
-    def _emit(self, runs: Sequence[Run[_Fetched]]) -> None:
+    def _extract(
+        self, topic: str, parts: list[tuple[int, list[Message]]], reg: bytes
+    ) -> list[Fetched]:
+        """The routing of the records of ``topic``'s partitions in ``parts``, extracted
+        at once (``coordinator.fetched``). Nothing when no group reads the topic."""
+        self.metrics.events_in.labels(topic).inc(sum(len(p) for _, p in parts))
+        extractor = self._extractors.get(topic)
+        if extractor is not None:
+            return fetched_parts(topic, parts, extractor, reg)
+        for partition, part in parts:
+            self._pending[(topic, partition)] = offsets_of(part[-1:])[0] + 1
+        return []
+
+    def _emit(self, runs: Sequence[Run[Fetched]]) -> None:
         """Copy the records of ``runs``, in order; values are copied, never re-encoded.
         Runs are short when the partitions' clocks interleave, so consecutive runs of one
         extractor are copied in one loop per group (copies to different keyed topics
@@ -261,7 +232,7 @@ class Router:
             self._emit_segment(extractor, runs[a:b])
             a = b
 
-    def _emit_segment(self, extractor: Extractor, runs: Sequence[Run[_Fetched]]) -> None:
+    def _emit_segment(self, extractor: Extractor, runs: Sequence[Run[Fetched]]) -> None:
         produce = self._producer.produce
         delivered = self._delivered
         for g, group in enumerate(extractor.groups):

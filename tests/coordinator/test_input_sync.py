@@ -9,6 +9,8 @@ from collections.abc import Callable
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cerfleet.coordinator.input_sync import SyncedInput, consumer_lag, split_input
 from tests.kafka_broker import KafkaBroker
@@ -32,6 +34,50 @@ def test_a_partition_read_to_its_end_after_its_last_record_has_ended() -> None:
         ("in", 1): [7],
     }
     assert ended == {("in", 0)}  # partition 1 got a record after its end
+
+
+def _one_by_one(
+    msgs: list[Message], ended: set[tuple[str, int]]
+) -> dict[tuple[str, int], list[Message]]:
+    """The rule read a record at a time."""
+    by_tp: dict[tuple[str, int], list[Message]] = {}
+    for msg in msgs:
+        tp = (msg.topic(), msg.partition())
+        err = msg.error()
+        if err is None:
+            by_tp.setdefault(tp, []).append(msg)  # type: ignore[arg-type]
+            ended.discard(tp)  # type: ignore[arg-type]
+        elif err.code() == KafkaError._PARTITION_EOF:
+            ended.add(tp)  # type: ignore[arg-type]
+    return by_tp
+
+
+_items = st.tuples(
+    st.sampled_from(["in", "other"]),
+    st.integers(0, 2),
+    st.sampled_from([None, KafkaError._PARTITION_EOF, KafkaError._TRANSPORT]),
+)
+
+
+@settings(max_examples=500, deadline=None, database=None)
+@given(st.lists(_items, max_size=16))
+def test_a_batch_splits_as_read_a_record_at_a_time(
+    items: list[tuple[str, int, int | None]],
+) -> None:
+    msgs = [
+        Message(topic=t, partition=p, offset=i, value=b"{}")
+        if code is None
+        else Message(topic=t, partition=p, error=KafkaError(code))
+        for i, (t, p, code) in enumerate(items)
+    ]
+    ended: set[tuple[str, int]] = set()
+    want_ended: set[tuple[str, int]] = set()
+    got = split_input(msgs, ended)
+    want = _one_by_one(msgs, want_ended)
+    assert {tp: [m.offset() for m in part] for tp, part in got.items()} == {
+        tp: [m.offset() for m in part] for tp, part in want.items()
+    }
+    assert ended == want_ended
 
 
 def test_other_errors_are_skipped() -> None:
