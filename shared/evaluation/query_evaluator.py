@@ -106,6 +106,14 @@ class QueryEvaluator:
     def process(self, event: Mapping[str, Any], position: int | None = None) -> list[ComplexEvent]:
         """Process one event labelled ``position`` (default and minimum: ``self.position``,
         which becomes the label plus one); return the complex events ending at it."""
+        out = self._one(event, position)
+        if self.horizon is not None:
+            self.horizon.sweep(self)
+        return out
+
+    def _one(self, event: Mapping[str, Any], position: int | None) -> list[ComplexEvent]:
+        """``process`` without the horizon's sweep, which a batch does once at its end
+        (it only frees keys and clocks no later event can use: never an output)."""
         if position is None:
             j = self.position
         else:
@@ -149,8 +157,6 @@ class QueryEvaluator:
             out = self._advance(sub, key, j, seen, query.dcea.letter(seen), clock)
         # PREV's history is the partition's rows, matched or not: it stays (lag.py).
         self._evict_if_idle(key, sub)
-        if self.horizon is not None:
-            self.horizon.sweep(self)
         return out
 
     def process_batch(
@@ -159,14 +165,17 @@ class QueryEvaluator:
         """``process`` each event, labelled by ``positions`` if given (strictly increasing
         from at least ``self.position``, checked first)."""
         out: list[ComplexEvent] = []
+        one = self._one
         if positions is None:
             for event in events:
-                out.extend(self.process(event))
-            return out
-        events = events if isinstance(events, Sequence) else list(events)
-        labels = checked_positions(positions, len(events), self.position).tolist()
-        for event, j in zip(events, labels, strict=True):
-            out.extend(self.process(event, j))
+                out.extend(one(event, None))
+        else:
+            events = events if isinstance(events, Sequence) else list(events)
+            labels = checked_positions(positions, len(events), self.position).tolist()
+            for event, j in zip(events, labels, strict=True):
+                out.extend(one(event, j))
+        if self.horizon is not None:
+            self.horizon.sweep(self)
         return out
 
     def process_columns(
@@ -276,10 +285,13 @@ class QueryEvaluator:
         rows = events if events is not None else (row(i) for i in range(n))
         at = [None] * n if labels is None else labels.tolist()
         out: list[ComplexEvent] = []
+        one = self._one
         for i, (event, j) in enumerate(zip(rows, at, strict=True)):
-            out.extend(self.process(event, j))
+            out.extend(one(event, j))
             if self.last_late:
                 self.late_rows.append(i)
+        if self.horizon is not None:
+            self.horizon.sweep(self)
         return out
 
     def _letters(
