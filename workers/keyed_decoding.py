@@ -89,12 +89,16 @@ def decode_rows(
     batch: KeyedBatch,
     rows: Sequence[int],
     topic_streams: Mapping[str, str] | None = None,
+    *,
+    columns: bool = True,
 ) -> Decoded:
     """What ``decoder``'s query makes of ``rows`` of ``batch`` (values screened: not null).
     ``topic_streams``: the query's input topic -> stream map; each event's stream is then
-    that of the topic its record was routed from (a column and ``KeyedEvent.stream``)."""
+    that of the topic its record was routed from (a column and ``KeyedEvent.stream``).
+    ``columns``: False when the events are evaluated row by row (``Decoded.columns`` is
+    then empty)."""
     values = batch.values
-    decoded = decoder.decode([values[i] for i in rows], rows)  # type: ignore[misc]
+    decoded = decoder.decode([values[i] for i in rows], rows, columns=columns)  # type: ignore[misc]
     problems = [(i, _label(reason), reason) for i, reason in decoded.problems]
     kept = decoded.lines
     if len(kept) + len(problems) != len(rows):
@@ -110,14 +114,15 @@ def decode_rows(
     sources = batch.sources
     offsets = batch.offsets
     kept_sources = [sources[i] for i in kept]
-    columns = decoded.columns
+    arrays = decoded.columns
     streams: list[str | None] | None = None
     if topic_streams is not None:
         streams = [None if s is None else topic_streams.get(s[0]) for s in kept_sources]
-        columns = {**columns, STREAM_FIELD: column(streams)}
+        if columns:
+            arrays = {**arrays, STREAM_FIELD: column(streams)}
     return Decoded(
         kept,
-        columns,
+        arrays,
         KeyedEvents(decoded.events, kept_sources, streams),  # type: ignore[arg-type]
         [offsets[i] for i in kept],
         problems,

@@ -104,5 +104,7 @@ def in_time_order(
     released, positions = stage.feed(events, offsets)
     if not released:
         return []
-    columns = columns_of(released, evaluator.query.attributes)
+    # Row by row (a few events released), the engine reads the events, not columns.
+    by_rows = evaluator.by_rows(len(released))
+    columns = {} if by_rows else columns_of(released, evaluator.query.attributes)
     return evaluator.process_columns(columns, events=released, positions=positions)

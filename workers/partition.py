@@ -175,9 +175,10 @@ class PartitionState:
                         reported.add(i)
                         dead.append(self._letter(batch, i, query, reason, error))
                 continue
-            decoded = decode_rows(
-                evaluator.query.json_decoder, batch, rows, run.entry.spec.topic_streams
-            )
+            # Row by row, or through the lateness stage (its own columns): none decoded.
+            cols = run.lateness is None and not evaluator.by_rows(len(rows))
+            streams = run.entry.spec.topic_streams
+            decoded = decode_rows(evaluator.query.json_decoder, batch, rows, streams, columns=cols)
             for i, reason, error in decoded.problems:
                 if reason in RECORD_REASONS:
                     if i not in reported:  # one letter per record, whichever query saw it

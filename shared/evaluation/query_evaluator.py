@@ -52,7 +52,12 @@ from cerfleet.evaluation.enumeration import complex_events
 from cerfleet.evaluation.evicted import EvictedClocks
 from cerfleet.evaluation.horizon import Horizon
 from cerfleet.evaluation.lag import Lags, lag_groups
-from cerfleet.evaluation.partitioning import checked_positions, column_length, partition_groups
+from cerfleet.evaluation.partitioning import (
+    checked_labels,
+    checked_positions,
+    column_length,
+    partition_groups,
+)
 from cerfleet.evaluation.snapshot import dump
 from cerfleet.evaluation.substream import SubstreamEvaluator
 from cerfleet.evaluation.tecs import Node
@@ -171,7 +176,7 @@ class QueryEvaluator:
                 out.extend(one(event, None))
         else:
             events = events if isinstance(events, Sequence) else list(events)
-            labels = checked_positions(positions, len(events), self.position).tolist()
+            labels = checked_labels(positions, len(events), self.position)
             for event, j in zip(events, labels, strict=True):
                 out.extend(one(event, j))
         if self.horizon is not None:
@@ -197,14 +202,12 @@ class QueryEvaluator:
         n = column_length(columns) if columns or events is None else len(events)
         if events is not None and len(events) != n:
             raise ValueError(f"{len(events)} events for columns of length {n}")
-        labels = None if positions is None else checked_positions(positions, n, self.position)
         query = self.query
         row: Row = RowView(columns).at if events is None else events.__getitem__
-        # Restarts that couple all keys, keys of another kind, or clocks that floats
-        # cannot hold exactly: row by row. So are small batches: the vector passes' set-up
-        # costs more than a few rows one by one.
-        if n <= ROW_BATCH or (query.keyed and query.consume is Consume.ANY):
-            return self._rows(row, n, events, labels)
+        if self.by_rows(n):
+            listed = None if positions is None else checked_labels(positions, n, self.position)
+            return self._rows(row, n, events, listed)
+        labels = None if positions is None else checked_positions(positions, n, self.position)
         groups = partition_groups(query.key_attrs, columns, n)
         if groups is None:
             return self._rows(row, n, events, labels)
@@ -258,6 +261,14 @@ class QueryEvaluator:
             out.sort(key=lambda ce: ce.end)  # stable: one end per key, enumeration order kept
         return out
 
+    def by_rows(self, n: int) -> bool:
+        """Whether ``process_columns`` takes a batch of ``n`` rows row by row, so that,
+        given its events, it never reads its columns. Restarts that couple all keys go
+        row by row; so do small batches: the vector passes' set-up costs more than a few
+        rows one by one. (Keys of another kind, or clocks that floats cannot hold
+        exactly, are found in the columns: row by row too.)"""
+        return n <= ROW_BATCH or (self.query.keyed and self.query.consume is Consume.ANY)
+
     def process_records(
         self,
         records: Sequence[bytes],
@@ -279,11 +290,15 @@ class QueryEvaluator:
         row: Row,
         n: int,
         events: Sequence[Mapping[str, Any]] | None,
-        labels: np.ndarray | None,
+        labels: np.ndarray | list[int] | None,
     ) -> list[ComplexEvent]:
         """A columnar batch row by row (rows rebuilt from columns one at a time)."""
         rows = events if events is not None else (row(i) for i in range(n))
-        at = [None] * n if labels is None else labels.tolist()
+        at: Sequence[int | None]
+        if labels is None:
+            at = [None] * n
+        else:
+            at = labels if isinstance(labels, list) else labels.tolist()
         out: list[ComplexEvent] = []
         one = self._one
         for i, (event, j) in enumerate(zip(rows, at, strict=True)):

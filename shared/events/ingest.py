@@ -122,11 +122,18 @@ class JsonDecoder:
         return self._names
 
     def decode(
-        self, records: Sequence[bytes], lines: Sequence[int] | None = None, *, ascii: bool = False
+        self,
+        records: Sequence[bytes],
+        lines: Sequence[int] | None = None,
+        *,
+        ascii: bool = False,
+        columns: bool = True,
     ) -> Batch:
         """The batch of ``records`` (non-blank JSON texts, each one record); ``lines``
         numbers them for messages (default 1, 2, …). ``ascii``: the caller knows every
-        record is ASCII (a file's block checked at once), so none is checked for UTF-8."""
+        record is ASCII (a file's block checked at once), so none is checked for UTF-8.
+        ``columns``: False when the caller evaluates the events row by row (no columns:
+        ``Batch.columns`` is empty)."""
         numbers = list(range(1, len(records) + 1)) if lines is None else list(lines)
         values, verdicts, shapes = self._values(records, ascii)
         self._judge(values, verdicts, shapes.get(self.type_field))
@@ -137,10 +144,11 @@ class JsonDecoder:
             numbers = [numbers[i] for i in rows]
             values = {name: [col[i] for i in rows] for name, col in values.items()}
             shapes = {}
-        columns = {
-            name: column(values[name], *shapes.get(name, (None, None))) for name in self.attributes
-        }
-        return Batch(columns, RawEvents(records, values), numbers, problems)
+        arrays: dict[str, np.ndarray] = {}
+        if columns:
+            for name in self.attributes:
+                arrays[name] = column(values[name], *shapes.get(name, (None, None)))
+        return Batch(arrays, RawEvents(records, values), numbers, problems)
 
     def _values(
         self, records: Sequence[bytes], ascii: bool

@@ -24,7 +24,7 @@ from cerfleet.cea.predicates import compile_predicate
 from cerfleet.cea.vector_predicates import RowView
 from cerfleet.complex_event import ComplexEvent, KeyValue
 from cerfleet.evaluation.lag import Lags, unary, without_prev
-from cerfleet.evaluation.partitioning import checked_positions, column_length
+from cerfleet.evaluation.partitioning import checked_labels, column_length
 from cerfleet.evaluation.running import RunningPredicate
 from cerfleet.evaluation.window import clock_of, epsilon_of
 from cerfleet.match_recognize import syntax as s
@@ -173,15 +173,19 @@ class RowPatternEvaluator:
         n = column_length(columns) if columns or events is None else len(events)
         if events is not None and len(events) != n:
             raise ValueError(f"{len(events)} events for columns of length {n}")
-        labels = None if positions is None else checked_positions(positions, n, self.position)
+        labels = None if positions is None else checked_labels(positions, n, self.position)
         row = RowView(columns).at if events is None else events.__getitem__
         self.late_rows = []
         out: list[ComplexEvent] = []
         for i in range(n):
-            out += self.process(row(i), None if labels is None else int(labels[i]))
+            out += self.process(row(i), None if labels is None else labels[i])
             if self.last_late:
                 self.late_rows.append(i)
         return out
+
+    def by_rows(self, n: int) -> bool:
+        """Always (``QueryEvaluator.by_rows``): the Pike VM reads every row."""
+        return True
 
     def snapshot(self) -> bytes:
         return json.dumps(
