@@ -1,18 +1,21 @@
 """CPU cost per event of the fleet's own work, without Kafka: the inputs of the scale model.
 
-Run ``python -m benchmarks.fleet_cpu [--events N] [--runs K] [--label L] [--out DIR]``.
+Run ``python -m benchmarks.fleet_cpu [--events N] [--runs K] [--batch B] [--label L]
+[--out DIR]``.
 
 The fleet benchmark (``benchmarks.fleet``) measures wall-clock rates on a shared
 machine, where a busy neighbour halves them. This one measures CPU seconds
 (``time.process_time``) of the work the fleet's processes do per record, in this
 process, on the fleet benchmark's events and queries:
 
-* **worker**: ``PartitionState.process`` over keyed batches of 10,000 records (judging,
-  decoding, evaluating, enumerating), then the output record, key and origin tag of
-  every complex event (what is handed to the producer);
-* **coordinator**: what routing needs of each record: its verdict and its group's
-  record key (``KeyExtractor`` where it exists, else ``decode_event`` and ``key_of``
-  per record, as the coordinator did before batches).
+* **worker**: ``PartitionState.process`` over keyed batches of ``--batch`` records
+  (judging, decoding, evaluating, enumerating), then the output record, key and origin
+  tag of every complex event (what is handed to the producer). 10,000 by default, as
+  in a backlog; under a paced load a worker reads a few to a few dozen records at a
+  time, which the engine takes row by row;
+* **coordinator**: what routing needs of each record, ``--batch`` records at a time:
+  its verdict and its group's record key (``KeyExtractor`` where it exists, else
+  ``decode_event`` and ``key_of`` per record, as the coordinator did before batches).
 
 The Kafka client's own cost (fetching, producing, compression, delivery reports) is
 not in it: the fleet benchmark has it. Medians of ``--runs``; the complex events are
@@ -65,11 +68,14 @@ def catalog_of(query: str) -> tuple[Catalog, Any]:
     return Catalog(history, PREFIX), group
 
 
-def worker_seconds(catalog: Catalog, group: Any, lines: list[bytes]) -> tuple[float, int]:
-    """CPU seconds to process ``lines`` as one keyed partition, and the outputs made."""
+def worker_seconds(
+    catalog: Catalog, group: Any, lines: list[bytes], size: int = BATCH
+) -> tuple[float, int]:
+    """CPU seconds to process ``lines`` as one keyed partition in batches of ``size``,
+    and the outputs made."""
     batches = [
-        [Record(s + i, line, ("stock", 0, s + i), 1) for i, line in enumerate(lines[s : s + BATCH])]
-        for s in range(0, len(lines), BATCH)
+        [Record(s + i, line, ("stock", 0, s + i), 1) for i, line in enumerate(lines[s : s + size])]
+        for s in range(0, len(lines), size)
     ]
     state = PartitionState(group.keyed_topic, 0, catalog)
     outputs = 0
@@ -85,8 +91,8 @@ def worker_seconds(catalog: Catalog, group: Any, lines: list[bytes]) -> tuple[fl
     return time.process_time() - started, outputs
 
 
-def coordinator_seconds(group: Any, lines: list[bytes]) -> float:
-    """CPU seconds to judge and key ``lines`` for ``group``."""
+def coordinator_seconds(group: Any, lines: list[bytes], size: int = BATCH) -> float:
+    """CPU seconds to judge and key ``lines`` for ``group``, ``size`` at a time."""
     route: Callable[[list[bytes]], object]
     try:
         from cerfleet.coordinator.partition_keys import KeyExtractor
@@ -109,7 +115,7 @@ def coordinator_seconds(group: Any, lines: list[bytes]) -> float:
             return keys
     else:
         route = KeyExtractor([group], DEFAULT_LIMITS).extract  # type: ignore[assignment]
-    chunks = [lines[s : s + BATCH] for s in range(0, len(lines), BATCH)]
+    chunks = [lines[s : s + size] for s in range(0, len(lines), size)]
     started = time.process_time()
     for chunk in chunks:
         route(chunk)
@@ -120,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.fleet_cpu", description=__doc__)
     parser.add_argument("--events", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--batch", type=int, default=BATCH, help="records per batch")
     parser.add_argument("--label", default="this checkout")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = parser.parse_args(argv)
@@ -131,8 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, query in QUERIES.items():
         catalog, group = catalog_of(query)
         expected = embedded_count(query, events)
-        work = [worker_seconds(catalog, group, lines) for _ in range(args.runs)]
-        route = [coordinator_seconds(group, lines) for _ in range(args.runs)]
+        work = [worker_seconds(catalog, group, lines, args.batch) for _ in range(args.runs)]
+        route = [coordinator_seconds(group, lines, args.batch) for _ in range(args.runs)]
         w = statistics.median(s for s, _ in work)
         c = statistics.median(route)
         outputs = {o for _, o in work}
@@ -140,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             "label": args.label,
             "query": name,
             "events": args.events,
+            "batch": args.batch,
             "runs": args.runs,
             "worker_cpu_us_per_event": w / args.events * 1e6,
             "worker_ev_per_cpu_s": args.events / w,
@@ -153,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         }
         rows.append(row)
         print(
-            f"{args.label} {name}: worker {row['worker_cpu_us_per_event']:.2f} µs/event "
+            f"{args.label} {name}, batches of {args.batch:,}: "
+            f"worker {row['worker_cpu_us_per_event']:.2f} µs/event "
             f"({row['worker_ev_per_cpu_s']:,.0f} ev per CPU s), coordinator "
             f"{row['coordinator_cpu_us_per_event']:.2f} µs/event "
             f"({row['coordinator_ev_per_cpu_s']:,.0f} ev per CPU s), "
@@ -174,14 +183,14 @@ def main(argv: list[str] | None = None) -> int:
         "Worker: judging, decoding, evaluating, enumerating and serialising outputs; "
         "coordinator: verdict and record key of every record.",
         "",
-        "| checkout | query | events | worker µs/event | worker ev per CPU s "
+        "| checkout | query | events | batch | worker µs/event | worker ev per CPU s "
         "| coordinator µs/event | coordinator ev per CPU s | complex events (embedded) |",
-        "|---|---|---:|---:|---:|---:|---:|---|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in all_rows:
         mark = "equal" if r["equal"] else "**differ**"
         table.append(
-            f"| {r['label']} | {r['query']} | {r['events']:,} "
+            f"| {r['label']} | {r['query']} | {r['events']:,} | {r.get('batch', BATCH):,} "
             f"| {r['worker_cpu_us_per_event']:.2f} | {r['worker_ev_per_cpu_s']:,.0f} "
             f"| {r['coordinator_cpu_us_per_event']:.2f} | {r['coordinator_ev_per_cpu_s']:,.0f} "
             f"| {', '.join(f'{o:,}' for o in r['complex_events'])} "

@@ -12,7 +12,7 @@ from benchmarks import fleet_cpu
 def test_a_tiny_run_counts_the_embedded_answer_and_keeps_other_labels(tmp_path: Path) -> None:
     args = ["--events", "3000", "--runs", "1", "--out", str(tmp_path)]
     assert fleet_cpu.main([*args, "--label", "one"]) == 0
-    assert fleet_cpu.main([*args, "--label", "two"]) == 0
+    assert fleet_cpu.main([*args, "--label", "two", "--batch", "7"]) == 0
     rows = orjson.loads((tmp_path / "fleet-cpu.json").read_bytes())
     assert sorted((r["label"], r["query"]) for r in rows) == [
         ("one", "global"),
@@ -23,4 +23,5 @@ def test_a_tiny_run_counts_the_embedded_answer_and_keeps_other_labels(tmp_path: 
     for row in rows:
         assert row["equal"] and row["embedded_complex_events"] > 0
         assert row["worker_cpu_us_per_event"] > 0 and row["coordinator_cpu_us_per_event"] > 0
-    assert "| two | global | 3,000 |" in (tmp_path / "fleet-cpu.md").read_text()
+    assert {r["label"]: r["batch"] for r in rows} == {"one": 10_000, "two": 7}
+    assert "| two | global | 3,000 | 7 |" in (tmp_path / "fleet-cpu.md").read_text()
