@@ -19,7 +19,7 @@ from cerfleet.coordinator.partition_keys import Extracted
 from cerfleet.coordinator.rdf_routing import Extractor, extract
 from cerfleet.fleet.keyed import encode_src, frame_format
 
-__all__ = ["Fetched", "fetched_parts", "offsets_of"]
+__all__ = ["Fetched", "fetched_parts"]
 
 
 @dataclass(slots=True)
@@ -41,10 +41,6 @@ class Fetched:
         return encode_src(*self.tp, self.offsets[i])
 
 
-def offsets_of(msgs: Sequence[Message]) -> list[int]:
-    return cast("list[int]", list(map(Message.offset, msgs)))  # records have offsets
-
-
 def fetched_parts(
     topic: str,
     parts: Sequence[tuple[int, list[Message]]],
@@ -54,18 +50,14 @@ def fetched_parts(
     """The records of ``topic``'s partitions in ``parts`` (partition, records), routed by
     ``extractor`` in one call, per partition in the same order."""
     msgs = parts[0][1] if len(parts) == 1 else list(chain.from_iterable(p for _, p in parts))
-    offsets = offsets_of(msgs)
+    offsets = cast("list[int]", list(map(Message.offset, msgs)))  # records have offsets
     values: list[bytes | None] = list(map(Message.value, msgs))
     stamps = cast("list[tuple[int, int]]", list(map(Message.timestamp, msgs)))
     extracted = extract(extractor, msgs, values)
-    if len(parts) == 1:
-        partition = parts[0][0]
-        framed = frame_format(reg, topic, partition)
-        return [
-            Fetched(
-                (topic, partition), msgs, values, offsets, stamps, extractor, extracted, reg, framed
-            )
-        ]
+    if len(parts) == 1:  # the usual drain: no copies (3-6 µs of a 10-record drain's 25-30)
+        tp = (topic, parts[0][0])
+        framed = frame_format(reg, *tp)
+        return [Fetched(tp, msgs, values, offsets, stamps, extractor, extracted, reg, framed)]
     out: list[Fetched] = []
     start = 0
     for partition, part in parts:

@@ -24,12 +24,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from prometheus_client import CollectorRegistry
 
-from cerfleet.coordinator.fetched import Fetched, fetched_parts, offsets_of
+from cerfleet.coordinator.fetched import Fetched, fetched_parts
 from cerfleet.coordinator.input_sync import SyncedInput, consumer_lag, split_input
 from cerfleet.coordinator.metrics import RouterMetrics
 from cerfleet.coordinator.rdf_routing import Extractor, extractor_for
@@ -212,7 +212,7 @@ class Router:
         if extractor is not None:
             return fetched_parts(topic, parts, extractor, reg)
         for partition, part in parts:
-            self._pending[(topic, partition)] = offsets_of(part[-1:])[0] + 1
+            self._pending[(topic, partition)] = cast("int", part[-1].offset()) + 1
         return []
 
     def _emit(self, runs: Sequence[Run[Fetched]]) -> None:

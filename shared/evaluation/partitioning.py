@@ -109,10 +109,12 @@ _INT64 = (-(2**63), 2**63 - 1)
 def checked_labels(positions: np.ndarray | Sequence[int], n: int, next_free: int) -> list[int]:
     """``checked_positions`` as a list, for a batch taken row by row: a list of Python
     ints is checked without numpy, whose set-up costs more than checking a few rows."""
-    if type(positions) is not list or len(positions) != n or not n:
-        return checked_positions(positions, n, next_free).tolist()
-    if set(map(type, positions)) != {int} or not (
-        _INT64[0] <= min(positions) and max(positions) <= _INT64[1]
+    if (
+        type(positions) is not list
+        or len(positions) != n
+        or not n
+        or set(map(type, positions)) != {int}
+        or not _INT64[0] <= min(positions) <= max(positions) <= _INT64[1]
     ):
         return checked_positions(positions, n, next_free).tolist()
     if positions[0] < next_free:
