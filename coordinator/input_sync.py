@@ -27,9 +27,13 @@ class SyncedInput(Generic[T]):
     """A ``TimeMerge`` over the assigned partitions whose topic has a clock."""
 
     def __init__(
-        self, idle: float, cap: int, lag: Callable[[tuple[str, int]], int | None] | None = None
+        self,
+        idle: float,
+        cap: int,
+        lag: Callable[[tuple[str, int]], int | None] | None = None,
+        end_wait: float = 0.0,
     ) -> None:
-        self.merge: TimeMerge[T] = TimeMerge(idle, lag)
+        self.merge: TimeMerge[T] = TimeMerge(idle, lag, end_wait)
         self.cap = cap  # a partition buffering this many records is paused until half go
         self._paused: set[tuple[str, int]] = set()
         self._waiting_since: dict[tuple[str, int], float] = {}

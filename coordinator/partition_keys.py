@@ -21,13 +21,14 @@ from typing import Any, cast
 
 import msgspec
 
+from cerfleet.evaluation.horizon import DEFAULT_LATENESS
 from cerfleet.events.timestamps import parse_timestamp
 from cerfleet.fleet.groups import Group
 from cerfleet.fleet.keyed import key_of_values, one_string_key
 from cerfleet.fleet.records import RecordLimits, Rejected, decode_event, near_limits
 from cerfleet.pattern import Window, WindowKind
 
-__all__ = ["Clock", "Extracted", "KeyExtractor", "MissingType"]
+__all__ = ["Clock", "Extracted", "KeyExtractor", "MissingType", "clock_of", "tolerated_skew"]
 
 _DECODE_ERRORS = (msgspec.MsgspecError, ValueError, RecursionError)
 # orjson refuses integers beyond 64 bits and numbers beyond a double's range, anywhere in
@@ -96,6 +97,29 @@ def clock_of(groups: Sequence[Group]) -> Clock | None:
         if (clock := window_clock(entry.query.pattern.within, entry.spec.time_field)) is not None
     }
     return clocks.pop() if len(clocks) == 1 else None
+
+
+def tolerated_skew(groups: Sequence[Group]) -> float:
+    """How far behind the newest clock the queries of ``groups`` that window by a clock
+    take an event: the smallest over them of a lateness bound (on the time field, the
+    clock of a time window), else the lateness horizon of a query with keys (an event
+    of one key in one input partition, as Kafka's record keys place them), else 0 (one
+    substream: any event behind its clock is late)."""
+    skews = []
+    for group in groups:
+        for entry in group.queries.values():
+            window = entry.query.pattern.within
+            if window_clock(window, entry.spec.time_field) is None:
+                continue
+            bound = entry.spec.max_lateness
+            if bound is None:
+                bound = entry.query.pattern.max_lateness
+            if bound is not None:
+                on_time = window is not None and window.kind is WindowKind.TIME
+                skews.append(bound if on_time else 0.0)  # else another field's unit
+            else:
+                skews.append(DEFAULT_LATENESS if entry.query.keyed else 0.0)
+    return min(skews, default=0.0)
 
 
 def _number(value: Any) -> float | None:

@@ -32,6 +32,7 @@ from prometheus_client import CollectorRegistry
 from cerfleet.coordinator.fetched import Fetched, fetched_parts
 from cerfleet.coordinator.input_sync import SyncedInput, consumer_lag, split_input
 from cerfleet.coordinator.metrics import RouterMetrics
+from cerfleet.coordinator.partition_keys import tolerated_skew
 from cerfleet.coordinator.rdf_routing import Extractor, extractor_for
 from cerfleet.coordinator.time_merge import Run, TimeMerge
 from cerfleet.fleet.batching import (
@@ -89,6 +90,7 @@ class Router:
             settings.merge_idle,
             2 * settings.batch_size,
             lambda tp: consumer_lag(self._consumer, tp),
+            settings.merge_end_wait,
         )
 
     def run(self, stop: threading.Event) -> None:
@@ -147,6 +149,7 @@ class Router:
         self._by_topic = groups_by_topic(groups)
         limits = self._limits
         self._extractors = {t: extractor_for(t, gs, limits) for t, gs in self._by_topic.items()}
+        self._input.merge.slack = {t: tolerated_skew(gs) for t, gs in self._by_topic.items()}
         self.metrics.queries.set(len(registry.current))
         self.metrics.groups.set(len(groups))
         inputs = tuple(sorted(self._by_topic))
@@ -173,14 +176,16 @@ class Router:
         if not self._subscribed:
             time.sleep(0.2)  # nothing to read until a query is registered
             return
-        msgs = drain(self._consumer, self.settings.batch_size, 0.2)
+        merge = self._input.merge
+        # Records held for a partition read to its end leave when its wait ends.
+        wait = min(0.2, merge.end_wait_left(time.monotonic())) if merge.holding() else 0.2
+        msgs = drain(self._consumer, self.settings.batch_size, wait)
         reg = str(registry_offset).encode()
         ended: set[tuple[str, int]] = set()  # read to its end after its last record here
         by_tp = by_partition(msgs)
         if by_tp is None:
             by_tp = split_input(msgs, ended)
         now = time.monotonic()
-        merge = self._input.merge
         by_topic: dict[str, list[tuple[int, list[Message]]]] = {}
         for (topic, partition), part in by_tp.items():
             by_topic.setdefault(topic, []).append((partition, part))

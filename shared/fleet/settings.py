@@ -110,6 +110,10 @@ class CoordinatorSettings(FleetSettings):
     # holds back the others; one with records left on the broker holds them back until
     # they come (see ``cerfleet.coordinator.time_merge``).
     merge_idle: float = Field(2.0, ge=0)
+    # Seconds an input partition read to its end caps the others' records at its last
+    # clock plus the skew its queries tolerate (their lateness horizon): what it gets
+    # meanwhile is not late because the others were fetched first.
+    merge_end_wait: float = Field(0.2, ge=0)
 
 
 class WorkerSettings(FleetSettings):

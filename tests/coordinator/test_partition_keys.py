@@ -14,11 +14,18 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cerfleet.coordinator.partition_keys import KeyExtractor, MissingType, window_clock
+from cerfleet.coordinator.partition_keys import (
+    KeyExtractor,
+    MissingType,
+    tolerated_skew,
+    window_clock,
+)
+from cerfleet.evaluation.horizon import DEFAULT_LATENESS
 from cerfleet.evaluation.window import clock_of as evaluation_clock
-from cerfleet.fleet.groups import Group
+from cerfleet.fleet.groups import Group, groups_of
 from cerfleet.fleet.keyed import GroupId, key_of
 from cerfleet.fleet.records import RecordLimits, Rejected, decode_event
+from cerfleet.fleet.registry import QuerySpec, Registered
 from cerfleet.pattern import Window, WindowKind
 
 LIMITS = RecordLimits(max_bytes=400, max_depth=6)
@@ -144,3 +151,36 @@ def test_a_batch_reads_each_record_clock_as_the_window_does(
         t = None if isinstance(event, Rejected) else reference(event)
         want.append(None if t is None else float(t))
     assert got.times == want
+
+
+def _registered(name: str, ceql: str, max_lateness: float | None = None) -> Registered:
+    spec = QuerySpec(
+        name=name,
+        ceql=ceql,
+        input_topics=("in",),
+        output_topic="out",
+        time_field="t",
+        max_lateness=max_lateness,
+    )
+    return Registered(spec, 0, spec.compile())
+
+
+def test_the_skew_the_queries_of_a_topic_tolerate() -> None:
+    """What a partition read to its end lets the others run ahead by (``time_merge``):
+    the horizon for keys, a lateness bound where one is declared, nothing for a query
+    with one substream; queries without a clock have no say."""
+    keyed = _registered("k", "SELECT * FROM S WHERE A ; B PARTITION BY [n] WITHIN 5 seconds")
+    single = _registered("s", "SELECT * FROM S WHERE A ; B WITHIN 5 seconds")
+    bound = _registered("b", "SELECT * FROM S WHERE A ; B WITHIN 5 seconds", max_lateness=250)
+    by_attr = _registered("x", "SELECT * FROM S WHERE A ; B WITHIN 5 [x]", max_lateness=250)
+    counted = _registered("c", "SELECT * FROM S WHERE A ; B WITHIN 5 events")
+
+    def skew(*entries: Registered) -> float:
+        return tolerated_skew(list(groups_of({e.spec.name: e for e in entries}, "k.").values()))
+
+    assert skew(keyed) == DEFAULT_LATENESS
+    assert skew(keyed, counted) == DEFAULT_LATENESS
+    assert skew(keyed, single) == 0.0
+    assert skew(keyed, bound) == 250.0
+    assert skew(by_attr) == 0.0  # a bound in milliseconds, a clock in x
+    assert skew(counted) == 0.0

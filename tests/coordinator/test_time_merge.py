@@ -218,14 +218,108 @@ def test_a_partition_at_its_end_holds_nothing_back_and_force_forwards_all() -> N
     assert a not in merge and merge.buffered(a) == 0
 
 
+@settings(max_examples=300, deadline=None)
+@given(backlogs(), st.sampled_from([0.0, 3.0, 20.0]), st.sampled_from([0.0, 1.0]))
+def test_waiting_for_partitions_read_to_their_end_keeps_each_record_within_the_slack(
+    case: tuple[list[list[list[Record]]], list[int]], slack: float, idle: float
+) -> None:
+    """A stream still written to: every fetch reads its partition to the end. Waiting
+    for such partitions (``end_wait``), no record leaves more than the slack behind
+    the newest clock forwarded before it, which is what keeps it within the horizon of
+    the workers' PARTITION BY queries; without the wait, the order is the fetches'."""
+    parts, order = case
+    parts = [[[(p, o, t) for p, o, t in c if t is not None] for c in cs] for cs in parts]
+    parts = [[c for c in cs if c] for cs in parts]
+    order = [p for p in order if p < len(parts)]
+    order = [p for i, p in enumerate(order) if order[:i].count(p) < len(parts[p])]
+    # Each partition's first chunk comes first: a partition never heard of holds nothing.
+    firsts = [p for p, cs in enumerate(parts) if cs]
+    rest = list(order)
+    for p in firsts:
+        rest.remove(p)
+    for wait in (INF, 0.0):
+        merge: TimeMerge[list[Record]] = TimeMerge(idle, end_wait=wait)
+        merge.slack["in"] = slack
+        tps: list[TP] = [("in", p) for p in range(len(parts))]
+        merge.assign(tps, now=0.0)
+        fed = [0] * len(parts)
+        out: list[Record] = []
+        for step, p in enumerate([*firsts, *rest]):
+            merge.push(tps[p], parts[p][fed[p]], [r[2] for r in parts[p][fed[p]]], now=step)
+            fed[p] += 1
+            merge.end(tps[p])
+            if step >= len(firsts) - 1:
+                out += [r for _, pl, a, b in merge.take(now=float(step)) for r in pl[a:b]]
+        out += [r for _, pl, a, b in merge.take(now=INF, force=True) for r in pl[a:b]]
+        _each_once_in_offset_order(out, parts)
+        high, behind = -INF, 0.0
+        for _, _, t in out:
+            assert t is not None
+            behind = max(behind, high - t)
+            high = max(high, t)
+        if wait:
+            assert behind <= slack
+    # (With no wait, records fall further behind in some cases: the wait is what bounds it.)
+
+
+def test_a_partition_read_to_its_end_caps_the_others_while_it_is_waited_for() -> None:
+    merge: TimeMerge[list[int]] = TimeMerge(idle=INF, end_wait=0.5)
+    merge.slack["in"] = 10.0
+    a, b = ("in", 0), ("in", 1)
+    merge.assign([a, b], now=0.0)
+    merge.push(a, [0], [100.0], now=0.0)
+    merge.end(a)
+    merge.push(b, [0, 1, 2], [105.0, 110.0, 111.0], now=0.0)
+    merge.end(b)
+    # a's record and b's up to a's clock plus the slack leave; b's own records are not
+    # capped by b, nor b's 111 held back by anything but a.
+    assert merge.take(now=0.1) == [(a, [0], 0, 1), (b, [0, 1, 2], 0, 2)]
+    assert merge.high == 110.0
+    assert merge.take(now=0.5) == []  # a emptied at 0.1: waited for until 0.6
+    assert merge.take(now=0.6) == [(b, [0, 1, 2], 2, 3)]
+    # a's next record, 20 behind: a no longer in step holds nothing back.
+    merge.push(a, [1], [91.0], now=0.7)
+    merge.end(a)
+    merge.push(b, [3], [200.0], now=0.7)
+    merge.end(b)
+    assert merge.take(now=0.7) == [(a, [1], 0, 1), (b, [3], 0, 1)]
+    # A forced take forwards everything, caps or not.
+    merge.push(a, [2], [200.0], now=0.8)
+    merge.end(a)
+    merge.push(b, [4], [250.0], now=0.8)
+    assert merge.take(now=0.8) == [(a, [2], 0, 1)]
+    assert merge.take(now=0.8, force=True) == [(b, [4], 0, 1)]
+
+
+def test_a_partition_without_a_clock_yet_caps_nothing() -> None:
+    merge: TimeMerge[list[int]] = TimeMerge(idle=INF, end_wait=INF)
+    a, b = ("in", 0), ("in", 1)
+    merge.assign([a, b], now=0.0)
+    merge.push(a, [0], [None], now=0.0)
+    merge.end(a)
+    merge.push(b, [0], [5.0], now=0.0)
+    merge.end(b)
+    assert merge.take(now=0.0) == [(a, [0], 0, 1), (b, [0], 0, 1)]
+
+
 class _Rescanning(TimeMerge[list[Record]]):
     """The merge as first written: every head rescanned and sorted per run, records
     leaving in (clock, partition) order (the reference for the heap's and the sort's
-    choices: the same runs, ties included)."""
+    choices: the same runs, ties included). A partition read to its end and waited for
+    (``end_wait``) caps the clocks of the others' records at its last plus its slack,
+    from the take's start, unless that is below the newest clock forwarded."""
 
     def take(self, now: float, *, force: bool = False) -> list[Run[list[Record]]]:
         runs: list[Run[list[Record]]] = []
         parts = self._parts
+        caps: dict[TP, float] = {}
+        for tp, part in parts.items():
+            waited = part.size > 0 or now - part.empty_since < self.end_wait
+            if force or not part.at_end or part.last == -INF or not waited or not self.end_wait:
+                continue
+            cap = part.last + self.slack.get(tp[0], 0.0)
+            if cap >= self.high:
+                caps[tp] = cap
         while True:
             heads: list[tuple[float, TP]] = []
             for tp, part in parts.items():
@@ -240,15 +334,19 @@ class _Rescanning(TimeMerge[list[Record]]):
                 return runs
             heads.sort()
             tp = heads[0][1]
+            limit = min([c for other, c in caps.items() if other != tp], default=INF)
+            if heads[0][0] > limit:
+                return runs
             other = heads[1] if len(heads) > 1 else (INF, tp)
             part = parts[tp]
             chunk = part.chunks[0]
             start, times = chunk.pos, chunk.times
             stop = start + 1
-            # Up to the next other head in (clock, partition) order.
-            while stop < len(times) and (times[stop], tp) <= other:
+            # Up to the next other head in (clock, partition) order, and the cap.
+            while stop < len(times) and (times[stop], tp) <= other and times[stop] <= limit:
                 stop += 1
             runs.append((tp, chunk.payload, start, stop))
+            self.high = max([self.high, *times[start:stop]])
             part.size -= stop - start
             if stop == len(times):
                 part.chunks.popleft()
@@ -275,19 +373,26 @@ def _same_runs_as_rescanning(
     idle: float,
     clock: list[tuple[float, bool]],
     lagged: bool = False,
+    end_wait: tuple[float, float, int] = (0.0, 0.0, 0),
 ) -> None:
     # Same pushes, ends, clocks and forced takes on both: the same runs, one by one.
     # ``lagged``: both know each partition's lag (unknown until its first chunk, then
     # the records of its chunks not pushed yet), as the coordinator's consumer does.
+    # ``end_wait``: the wait for a partition read to its end, the slack of the topic of
+    # the even partitions (the odd ones' is 0), and every how many fetches a partition
+    # is read to its end after a chunk not its last, as in a stream still written to
+    # (0: never).
     parts, order = case
     fed = [0] * len(parts)
     lag = _lag_of(parts, fed)
+    wait, slack, ends = end_wait
     merges = (
-        TimeMerge[list[Record]](idle, lag if lagged else None),
-        _Rescanning(idle, lag if lagged else None),
+        TimeMerge[list[Record]](idle, lag if lagged else None, wait),
+        _Rescanning(idle, lag if lagged else None, wait),
     )
-    tps: list[TP] = [("in", p) for p in range(len(parts))]
+    tps: list[TP] = [("in" if p % 2 else "even", p) for p in range(len(parts))]
     for merge in merges:
+        merge.slack["even"] = slack
         merge.assign(tps, now=0.0)
     now = 0.0
     for step, p in enumerate(order):
@@ -298,26 +403,36 @@ def _same_runs_as_rescanning(
         runs = []
         for merge in merges:
             merge.push(tps[p], chunk, [r[2] for r in chunk], now=now)
-            if fed[p] == len(parts[p]) and step % 3 == 0:
+            if (fed[p] == len(parts[p]) and step % 3 == 0) or (ends and step % ends == 0):
                 merge.end(tps[p])
             runs.append(merge.take(now=now, force=force))
         assert runs[0] == runs[1]
+        assert merges[0].high == merges[1].high
     assert merges[0].take(now=now, force=True) == merges[1].take(now=now, force=True)
 
 
 CLOCKS = st.lists(st.tuples(st.floats(0, 3), st.booleans()), min_size=1, max_size=40)
 
 
+# No wait for ends; a wait of a second or forever, with a slack of 0 or 5 on half the
+# partitions, and partitions read to their end every other or every fifth fetch.
+END_WAITS = st.one_of(
+    st.just((0.0, 0.0, 0)),
+    st.tuples(st.sampled_from([1.0, INF]), st.sampled_from([0.0, 5.0]), st.sampled_from([2, 5])),
+)
+
+
 @settings(max_examples=500, deadline=None)
-@given(backlogs(), st.sampled_from([0.0, 1.0, INF]), CLOCKS, st.booleans())
+@given(backlogs(), st.sampled_from([0.0, 1.0, INF]), CLOCKS, st.booleans(), END_WAITS)
 def test_the_heap_takes_the_runs_a_rescan_of_every_head_takes(
     case: tuple[list[list[list[Record]]], list[int]],
     idle: float,
     clock: list[tuple[float, bool]],
     lagged: bool,
+    end_wait: tuple[float, float, int],
 ) -> None:
     with patch.object(time_merge, "_SORTED_FROM", 10**9):  # the heap alone
-        _same_runs_as_rescanning(case, idle, clock, lagged)
+        _same_runs_as_rescanning(case, idle, clock, lagged, end_wait)
 
 
 @settings(max_examples=500, deadline=None)
@@ -326,12 +441,14 @@ def test_the_heap_takes_the_runs_a_rescan_of_every_head_takes(
     st.sampled_from([0.0, 1.0, INF]),
     CLOCKS,
     st.booleans(),
+    END_WAITS,
 )
 def test_sorting_the_clocks_takes_the_runs_a_rescan_of_every_head_takes(
     case: tuple[list[list[list[Record]]], list[int]],
     idle: float,
     clock: list[tuple[float, bool]],
     lagged: bool,
+    end_wait: tuple[float, float, int],
 ) -> None:
     # Sorting from the first buffered record on, and one partition alone too, not only
     # where the heap would cost more.
@@ -339,7 +456,7 @@ def test_sorting_the_clocks_takes_the_runs_a_rescan_of_every_head_takes(
         patch.object(time_merge, "_SORTED_FROM", 1),
         patch.object(time_merge, "_SORTED_PARTITIONS", 1),
     ):
-        _same_runs_as_rescanning(case, idle, clock, lagged)
+        _same_runs_as_rescanning(case, idle, clock, lagged, end_wait)
 
 
 def test_interleaved_partitions_are_merged_by_sorting_into_the_heaps_runs(
@@ -366,3 +483,17 @@ def test_interleaved_partitions_are_merged_by_sorting_into_the_heaps_runs(
     _same_runs_as_rescanning((parts, order), INF, [(0.0, False)])
     # Runs of one record each (the clocks interleave), nearly all of them sorted.
     assert sum(r for r in sorted_runs if r > 0) >= n * per - 64
+
+
+def test_the_wait_left_for_a_partition_read_to_its_end() -> None:
+    merge: TimeMerge[list[int]] = TimeMerge(idle=INF, end_wait=0.5)
+    a, b = ("in", 0), ("in", 1)
+    merge.assign([a, b], now=0.0)
+    assert merge.end_wait_left(0.0) == INF  # no clock yet: not waited for
+    merge.push(a, [0], [1.0], now=0.0)
+    merge.end(a)
+    assert merge.end_wait_left(0.0) == INF  # records buffered: its wait has not begun
+    merge.end(b)
+    assert merge.take(now=1.0) == [(a, [0], 0, 1)]
+    assert merge.end_wait_left(1.2) == pytest.approx(0.3)
+    assert merge.end_wait_left(1.5) == INF  # over: what it held back is free to go
