@@ -21,7 +21,7 @@ ANY bumps an epoch each substream compares with its own on its next event.
 
 Idle keys are forgotten: once a PARTITION BY key's substream holds no partial match (every
 run has expired from its window, been consumed, or died), the substream is
-evicted, so memory follows the keys with live runs, not every key ever seen.
+evicted (a small batch's at its end), so memory follows the keys with live runs.
 This changes no output: a fresh substream behaves as the idle one would (EVENTS
 clocks only ever compare with each other, and an idle substream has nothing
 for a CONSUME BY ANY restart to drop), except for lateness, which remembers the
@@ -85,8 +85,8 @@ class QueryEvaluator:
         self.position = 0  # global position of the next event
         self.substreams: dict[Key, SubstreamEvaluator] = {}
         self.epoch = 0  # bumped by each CONSUME BY ANY restart
-        # The latest clock of each evicted key, for lateness (time and attribute windows).
-        self.evicted = EvictedClocks()
+        self.evicted = EvictedClocks()  # evicted keys' latest clocks, for lateness
+        self._idle: dict[Key, SubstreamEvaluator] | None = None  # a row batch's (``_rows``)
         self.late = 0
         self.last_late = False
         self.late_rows: list[int] = []  # late rows of the last columnar batch, unordered
@@ -294,17 +294,23 @@ class QueryEvaluator:
     ) -> list[ComplexEvent]:
         """A columnar batch row by row (rows rebuilt from columns one at a time)."""
         rows = events if events is not None else (row(i) for i in range(n))
-        at: Sequence[int | None]
-        if labels is None:
-            at = [None] * n
-        else:
+        at: Sequence[int | None] = [None] * n
+        if labels is not None:
             at = labels if isinstance(labels, list) else labels.tolist()
         out: list[ComplexEvent] = []
         one = self._one
-        for i, (event, j) in enumerate(zip(rows, at, strict=True)):
-            out.extend(one(event, j))
-            if self.last_late:
-                self.late_rows.append(i)
+        # Small batches evict idle keys at their end (they come back); large ones as they go.
+        self._idle = {} if n <= ROW_BATCH else None
+        try:
+            for i, (event, j) in enumerate(zip(rows, at, strict=True)):
+                out.extend(one(event, j))
+                if self.last_late:
+                    self.late_rows.append(i)
+        finally:
+            idle, self._idle = self._idle or {}, None
+            for key, sub in idle.items():
+                if self.substreams.get(key) is sub and sub.idle:
+                    self._evict_if_idle(key, sub)
         if self.horizon is not None:
             self.horizon.sweep(self)
         return out
@@ -347,6 +353,9 @@ class QueryEvaluator:
         if not self.query.keyed or not sub.idle:
             if horizon is not None:
                 horizon.touch(key, sub.last_clock)
+            return
+        if self._idle is not None:
+            self._idle[key] = sub
             return
         del self.substreams[key]  # its entries in the horizon's queue go in its sweep
         if self.query.clock is not None and sub.last_clock != float("-inf"):

@@ -178,3 +178,33 @@ def test_partition_groups_read_alike_by_index_slice_and_iteration() -> None:
     assert firsts == sorted(firsts)
     for key, idx in listed:
         assert all((cols["k"][i], cols["s"][i]) == key for i in idx)
+
+
+@settings(max_examples=EXAMPLES // 2, deadline=None, database=None)
+@given(
+    query=queries(strategies=ALL_STRATEGIES, consumes=ALL_CONSUMES, limits=True),
+    stream=streams(),
+    cuts=st.lists(st.integers(0, 30), max_size=6),
+)
+def test_a_row_batch_forgets_the_keys_its_rows_one_by_one_forget(
+    query: pattern.Pattern, stream: list[dict[str, Any]], cuts: list[int]
+) -> None:
+    """A small row-by-row batch evicts its idle keys at its end rather than as each goes
+    idle (a key back a few rows later is not made again): after every batch, the same
+    keys and evicted clocks as ``process_batch``, which evicts as it goes, and the same
+    complex events."""
+    text = to_ceql(query)
+    compiled = compile_query(text, time_field=TIME_FIELD)
+    one_by_one, batched = compiled.evaluator(), compiled.evaluator()
+    bounds = [0, *sorted(c for c in cuts if c < len(stream)), len(stream)]
+    with batch_paths.shipped_thresholds():
+        for a, b in itertools.pairwise(bounds):
+            events = stream[a:b]
+            want = [_key(ce) for ce in one_by_one.process_batch(events)]
+            assert batched.by_rows(len(events))
+            columns = to_columns(events)
+            got = [_key(ce) for ce in batched.process_columns(columns, events=events)]
+            assert got == want, text
+            assert set(batched.substreams) == set(one_by_one.substreams), text
+            assert dict(batched.evicted) == dict(one_by_one.evicted), text
+            assert batched.late == one_by_one.late
