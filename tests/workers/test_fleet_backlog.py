@@ -11,16 +11,14 @@ partition's backlog and the lateness horizon drops nothing.
 from __future__ import annotations
 
 import time
-from collections import Counter
 from typing import Any
 
 import orjson
 from confluent_kafka import Producer
 
 from benchmarks.datasets import stock, to_dicts
-from benchmarks.fleet_workload import PARTITIONED
-from cerfleet.query import compile_query
 from tests.fleet import Fleet
+from tests.workers.stock_partitions import check_answer, submit_partitioned, ticker_partitions
 
 N_EVENTS = 40_000
 INPUT_PARTITIONS = 4
@@ -29,16 +27,11 @@ INPUT_PARTITIONS = 4
 def _write_backlog(fleet: Fleet, topic: str, events: list[dict[str, Any]]) -> list[list[int]]:
     """Each ticker's events into one partition, in order; per partition, the index in
     ``events`` of each offset."""
-    # The busiest tickers first, each to the partition holding fewest events so far.
-    loads = [0] * INPUT_PARTITIONS
-    partition_of: dict[str, int] = {}
-    for name, count in Counter(e["name"] for e in events).most_common():
-        partition_of[name] = p = loads.index(min(loads))
-        loads[p] += count
+    partition = ticker_partitions(events, INPUT_PARTITIONS)
     producer = Producer({**fleet.kafka.client_config(), "enable.idempotence": "true"})
     index: list[list[int]] = [[] for _ in range(INPUT_PARTITIONS)]
     for i, event in enumerate(events):
-        p = partition_of[event["name"]]
+        p = partition[i]
         index[p].append(i)
         while True:
             try:
@@ -52,35 +45,10 @@ def _write_backlog(fleet: Fleet, topic: str, events: list[dict[str, Any]]) -> li
 
 def _submit(fleet: Fleet, events: list[dict[str, Any]]) -> tuple[Any, list[list[int]]]:
     """The query, its output reader and the backlog written; the backlog's index."""
-    source = fleet.topic("stock", INPUT_PARTITIONS)
-    out = fleet.topic("out", 4)
-    path = fleet.log_dir / "partitioned.ceql"
-    path.write_text(PARTITIONED)
-    done = fleet.cli(
-        "submit", "partitioned", str(path), "-i", source, "-o", out, "--time-field", "stock_time"
-    )
-    assert done.returncode == 0, done.stderr
-    reader = fleet.reader(out, 4)
+    source, reader = submit_partitioned(fleet, INPUT_PARTITIONS)
     index = _write_backlog(fleet, source, events)
     assert all(len(p) > N_EVENTS // 20 for p in index)
     return reader, index
-
-
-def _check(reader: Any, index: list[list[int]], events: list[dict[str, Any]]) -> int:
-    compiled = compile_query(PARTITIONED, time_field="stock_time")
-    want = Counter(ce.positions for ce in compiled.evaluator().process_batch(events))
-    assert sum(want.values()) > 1000
-    reader.wait_for(sum(want.values()), timeout=240)
-    got: Counter[tuple[int, ...]] = Counter()
-    for value in reader.values():
-        positions = tuple(index[s["partition"]][s["offset"]] for s in value["sources"])
-        assert value["events"] == [events[i] for i in positions]
-        got[positions] += 1
-    missing, extra = want - got, got - want
-    assert not missing and not extra, (
-        f"{sum(missing.values())} missing, {sum(extra.values())} extra of {sum(want.values())}"
-    )
-    return sum(want.values())
 
 
 def _events() -> list[dict[str, Any]]:
@@ -98,7 +66,7 @@ def test_a_backlog_of_four_partitions_gives_the_time_ordered_answer(fleet: Fleet
     reader, index = _submit(fleet, events)
     coordinator = fleet.coordinator()
     fleet.worker()
-    _check(reader, index, events)
+    check_answer(reader, index, events, 1000)
     # All forwarded: the time merge's gauges say it holds nothing and waits for nothing.
     deadline = time.monotonic() + 10
     while True:
@@ -121,7 +89,7 @@ def test_without_an_idle_wait_the_lag_alone_keeps_the_backlog_in_time_order(
     fleet.env["CERFLEET_MERGE_IDLE"] = "0"
     fleet.coordinator()
     fleet.worker()
-    _check(reader, index, events)
+    check_answer(reader, index, events, 1000)
 
 
 def test_a_coordinator_killed_while_buffering_loses_and_repeats_nothing(fleet: Fleet) -> None:
@@ -139,6 +107,6 @@ def test_a_coordinator_killed_while_buffering_loses_and_repeats_nothing(fleet: F
         time.sleep(0.05)
     first.kill()
     second = fleet.coordinator()
-    _check(reader, index, events)
+    check_answer(reader, index, events, 1000)
     # The successor routed what was left, and some of it again.
     assert second.metric("cerfleet_coordinator_events_in_total") > N_EVENTS // 10

@@ -15,47 +15,26 @@ embedded engine's.
 from __future__ import annotations
 
 import time
-from collections import Counter
-from typing import Any
 
 import orjson
 from confluent_kafka import Producer
 
 from benchmarks.datasets import stock, to_dicts
-from benchmarks.fleet_workload import PARTITIONED
 from cerfleet.evaluation.horizon import DEFAULT_LATENESS
-from cerfleet.query import compile_query
 from tests.fleet import Fleet
+from tests.workers.stock_partitions import check_answer, submit_partitioned, ticker_partitions
 
 N_EVENTS = 12_000
 INPUT_PARTITIONS = 4
 PAUSE = 0.4  # seconds between partition 0's share of a slice and the others'
 
 
-def _partitions(events: list[dict[str, Any]]) -> list[int]:
-    """Each event's input partition: whole tickers, the busiest to the emptiest."""
-    loads = [0] * INPUT_PARTITIONS
-    partition_of: dict[str, int] = {}
-    for name, count in Counter(e["name"] for e in events).most_common():
-        partition_of[name] = p = loads.index(min(loads))
-        loads[p] += count
-    return [partition_of[e["name"]] for e in events]
-
-
 def test_a_partition_fetched_after_the_others_loses_nothing_to_the_horizon(
     fleet: Fleet,
 ) -> None:
     events = to_dicts(stock(N_EVENTS, seed=5))
-    partition = _partitions(events)
-    source = fleet.topic("stock", INPUT_PARTITIONS)
-    out = fleet.topic("out", 4)
-    path = fleet.log_dir / "partitioned.ceql"
-    path.write_text(PARTITIONED)
-    done = fleet.cli(
-        "submit", "partitioned", str(path), "-i", source, "-o", out, "--time-field", "stock_time"
-    )
-    assert done.returncode == 0, done.stderr
-    reader = fleet.reader(out, 4)
+    partition = ticker_partitions(events, INPUT_PARTITIONS)
+    source, reader = submit_partitioned(fleet, INPUT_PARTITIONS)
     fleet.env["CERFLEET_MERGE_END_WAIT"] = "5"
     coordinator = fleet.coordinator()
     worker = fleet.worker()
@@ -85,17 +64,6 @@ def test_a_partition_fetched_after_the_others_loses_nothing_to_the_horizon(
         time.sleep(PAUSE)
         send([i for i in ids if partition[i] != 0])
 
-    compiled = compile_query(PARTITIONED, time_field="stock_time")
-    want = Counter(ce.positions for ce in compiled.evaluator().process_batch(events))
-    assert sum(want.values()) > 500
-    reader.wait_for(sum(want.values()), timeout=120)
-    got: Counter[tuple[int, ...]] = Counter()
-    for value in reader.values():
-        positions = tuple(index[s["partition"]][s["offset"]] for s in value["sources"])
-        got[positions] += 1
+    check_answer(reader, index, events, 500)
     assert worker.metric("cerfleet_worker_late_events_total") == 0
-    missing, extra = want - got, got - want
-    assert not missing and not extra, (
-        f"{sum(missing.values())} missing, {sum(extra.values())} extra of {sum(want.values())}"
-    )
     assert coordinator.alive()
