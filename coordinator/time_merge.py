@@ -130,10 +130,8 @@ class TimeMerge(Generic[T]):
         (what it holds back may leave then); infinity when none is waited for."""
         left = _NO_CAP
         for part in self._parts.values():
-            if part.at_end and not part.size and part.last != _NO_CLOCK:
-                ends = part.empty_since + self.end_wait - now
-                if 0 < ends < left:
-                    left = ends
+            if not part.size and self._end_waited(part, now):
+                left = min(left, part.empty_since + self.end_wait - now)
         return left
 
     def waiting(self, now: float) -> list[TP]:
@@ -186,12 +184,12 @@ class TimeMerge(Generic[T]):
     def take(self, now: float, *, force: bool = False) -> list[Run[T]]:
         """The runs that may be forwarded now, in order; ``force`` forwards everything
         buffered, in time order, whether or not some partition is still to be heard."""
-        sorted_runs = self._take_sorted(now, force)
+        cap, capper, cap2 = self._caps(now, force)
+        sorted_runs = self._take_sorted(now, force, cap)
         if sorted_runs is not None:
             return sorted_runs
         runs: list[Run[T]] = []
         parts = self._parts
-        cap, capper, cap2 = self._caps(now, force)
         # The partitions' next clocks in a heap: with input partitions whose clocks
         # interleave, runs are a few records long, and rescanning and sorting every
         # head per run was the router's largest cost after Kafka's own (4 partitions:
@@ -258,9 +256,10 @@ class TimeMerge(Generic[T]):
         self.high = high
         return runs
 
-    def _take_sorted(self, now: float, force: bool) -> list[Run[T]] | None:
+    def _take_sorted(self, now: float, force: bool, cap: float) -> list[Run[T]] | None:
         """The heap's runs from one stable sort of the clocks that may leave, or None
         where that might differ from them (or would cost more): the heap then decides.
+        ``cap``: the smallest of ``_caps``.
 
         With each partition's buffered clocks ascending, the heap forwards records in
         (clock, partition) order, each partition's in offset order, and stops right after
@@ -300,7 +299,6 @@ class TimeMerge(Generic[T]):
                 stop_at = (last, tp) if stop_at is None else min(stop_at, (last, tp))
         # A partition's own records are at or below its cap (its clocks ascend): the
         # smallest cap bounds every partition's.
-        cap = self._caps(now, force)[0]
         leaving: list[np.ndarray] = []
         for tp, _, _, a in buffered:
             if stop_at is not None and tp != stop_at[1]:
@@ -348,11 +346,9 @@ class TimeMerge(Generic[T]):
         first, first_tp, second = _NO_CAP, None, _NO_CAP
         if force or not self.end_wait > 0:
             return first, first_tp, second
-        high, end_wait, slack = self.high, self.end_wait, self.slack
+        high, slack = self.high, self.slack
         for tp, part in self._parts.items():
-            if not part.at_end or part.last == _NO_CLOCK:
-                continue
-            if not part.size and not now - part.empty_since < end_wait:
+            if not self._end_waited(part, now):
                 continue
             cap = part.last + slack.get(tp[0], 0.0)
             if not cap >= high:  # behind what was forwarded already (or NaN)
@@ -362,6 +358,13 @@ class TimeMerge(Generic[T]):
             elif cap < second:
                 second = cap
         return first, first_tp, second
+
+    def _end_waited(self, part: _Partition[T], now: float) -> bool:
+        """Whether ``part`` is read to its end and waited for: it has had a clock, and
+        holds records or emptied less than ``end_wait`` seconds ago."""
+        if not part.at_end or part.last == _NO_CLOCK:
+            return False
+        return part.size > 0 or now - part.empty_since < self.end_wait
 
     def _holds_back(self, tp: TP, part: _Partition[T], now: float, force: bool) -> bool:
         """Whether ``part``, with nothing buffered, holds the others back."""

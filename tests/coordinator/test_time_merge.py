@@ -468,8 +468,8 @@ def test_interleaved_partitions_are_merged_by_sorting_into_the_heaps_runs(
     sorted_runs: list[int] = []  # runs handed out by sorting, per take (-1: by the heap)
     original = TimeMerge._take_sorted
 
-    def spy(self: TimeMerge[list[Record]], now: float, force: bool) -> object:
-        runs = original(self, now, force)
+    def spy(self: TimeMerge[list[Record]], now: float, force: bool, cap: float) -> object:
+        runs = original(self, now, force, cap)
         sorted_runs.append(-1 if runs is None else len(runs))
         return runs
 
