@@ -13,7 +13,7 @@ size or depth limits), is judged by ``decode_event`` itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from functools import partial
 from operator import attrgetter
@@ -99,14 +99,16 @@ def clock_of(groups: Sequence[Group]) -> Clock | None:
     return clocks.pop() if len(clocks) == 1 else None
 
 
-def tolerated_skew(groups: Sequence[Group]) -> float:
+def tolerated_skew(groups: Sequence[Group], spread: Collection[str] = ()) -> float:
     """How far behind the newest clock the queries of ``groups`` that window by a clock
     take an event: the smallest over them of a lateness bound (on the time field, the
-    clock of a time window), else the lateness horizon of a query with keys (an event
-    of one key in one input partition, as Kafka's record keys place them), else 0 (one
-    substream: any event behind its clock is late)."""
+    clock of a time window), else the lateness horizon of a query with keys whose
+    events each come from one input partition, as Kafka's record keys place them (not
+    a group whose keyed topic is in ``spread``: ``key_placement``), else 0 (any event
+    behind its key's clock is late)."""
     skews = []
     for group in groups:
+        placed = group.keyed_topic not in spread
         for entry in group.queries.values():
             window = entry.query.pattern.within
             if window_clock(window, entry.spec.time_field) is None:
@@ -118,7 +120,7 @@ def tolerated_skew(groups: Sequence[Group]) -> float:
                 on_time = window is not None and window.kind is WindowKind.TIME
                 skews.append(bound if on_time else 0.0)  # else another field's unit
             else:
-                skews.append(DEFAULT_LATENESS if entry.query.keyed else 0.0)
+                skews.append(DEFAULT_LATENESS if entry.query.keyed and placed else 0.0)
     return min(skews, default=0.0)
 
 

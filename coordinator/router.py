@@ -31,6 +31,7 @@ from prometheus_client import CollectorRegistry
 
 from cerfleet.coordinator.fetched import Fetched, fetched_parts
 from cerfleet.coordinator.input_sync import SyncedInput, consumer_lag, split_input
+from cerfleet.coordinator.key_placement import Placements
 from cerfleet.coordinator.metrics import RouterMetrics
 from cerfleet.coordinator.partition_keys import tolerated_skew
 from cerfleet.coordinator.rdf_routing import Extractor, extractor_for
@@ -92,6 +93,7 @@ class Router:
             lambda tp: consumer_lag(self._consumer, tp),
             settings.merge_end_wait,
         )
+        self._placements = Placements()
 
     def run(self, stop: threading.Event) -> None:
         s = self.settings
@@ -149,7 +151,8 @@ class Router:
         self._by_topic = groups_by_topic(groups)
         limits = self._limits
         self._extractors = {t: extractor_for(t, gs, limits) for t, gs in self._by_topic.items()}
-        self._input.merge.slack = {t: tolerated_skew(gs) for t, gs in self._by_topic.items()}
+        self._placements.cover(self._by_topic)
+        self._set_slack()
         self.metrics.queries.set(len(registry.current))
         self.metrics.groups.set(len(groups))
         inputs = tuple(sorted(self._by_topic))
@@ -203,9 +206,17 @@ class Router:
         tp = fetched.tp
         times = fetched.extracted.times
         if times is not None and tp in merge:
+            if self._placements.see(fetched):
+                self._set_slack()  # before the take that could forward these records
             merge.push(tp, fetched, times, now)
         else:
             self._emit([(tp, fetched, 0, len(fetched.msgs))])
+
+    def _set_slack(self) -> None:
+        spread = self._placements.spread
+        self._input.merge.slack = {
+            t: tolerated_skew(gs, spread) for t, gs in self._by_topic.items()
+        }
 
     def _extract(
         self, topic: str, parts: list[tuple[int, list[Message]]], reg: bytes

@@ -184,3 +184,17 @@ def test_the_skew_the_queries_of_a_topic_tolerate() -> None:
     assert skew(keyed, bound) == 250.0
     assert skew(by_attr) == 0.0  # a bound in milliseconds, a clock in x
     assert skew(counted) == 0.0
+
+
+def test_a_group_whose_keys_are_spread_tolerates_no_skew_but_its_bound() -> None:
+    """Events of one key in several input partitions (``key_placement``) are ordered
+    strictly across them: the horizon no longer applies; a declared bound still does."""
+    keyed = _registered("k", "SELECT * FROM S WHERE A ; B PARTITION BY [n] WITHIN 5 seconds")
+    bounded = _registered(
+        "kb", "SELECT * FROM S WHERE A ; B PARTITION BY [n] WITHIN 5 seconds", max_lateness=250
+    )
+    for entry, placed in ((keyed, DEFAULT_LATENESS), (bounded, 250.0)):
+        (group,) = groups_of({entry.spec.name: entry}, "k.").values()
+        assert tolerated_skew([group]) == placed
+        assert tolerated_skew([group], {"another.topic"}) == placed
+        assert tolerated_skew([group], {group.keyed_topic}) == (0.0 if entry is keyed else 250.0)
