@@ -136,14 +136,17 @@ class TimeMerge(Generic[T]):
 
     def waiting(self, now: float) -> list[TP]:
         """The empty partitions that hold back what is buffered of the others (none
-        while nothing is buffered)."""
+        while nothing is buffered): not heard from, or read to their end and waited
+        for with a cap below a buffered clock."""
         parts = self._parts
-        if not any(part.size for part in parts.values()):
+        newest = max((part.last for part in parts.values() if part.size), default=None)
+        if newest is None:
             return []
         return [
             tp
             for tp, part in parts.items()
-            if not part.size and self._holds_back(tp, part, now, False)
+            if not part.size
+            and (self._holds_back(tp, part, now, False) or self._cap_of(tp, part, now) < newest)
         ]
 
     def assign(self, tps: Iterable[TP], now: float) -> None:
@@ -346,18 +349,21 @@ class TimeMerge(Generic[T]):
         first, first_tp, second = _NO_CAP, None, _NO_CAP
         if force or not self.end_wait > 0:
             return first, first_tp, second
-        high, slack = self.high, self.slack
         for tp, part in self._parts.items():
-            if not self._end_waited(part, now):
-                continue
-            cap = part.last + slack.get(tp[0], 0.0)
-            if not cap >= high:  # behind what was forwarded already (or NaN)
-                continue
+            cap = self._cap_of(tp, part, now)
             if cap < first:
                 first, first_tp, second = cap, tp, first
             elif cap < second:
                 second = cap
         return first, first_tp, second
+
+    def _cap_of(self, tp: TP, part: _Partition[T], now: float) -> float:
+        """The clock ``part`` lets the others' records reach: its last plus its topic's
+        slack while it is waited for and in step with what was forwarded, else none."""
+        if not self.end_wait > 0 or not self._end_waited(part, now):
+            return _NO_CAP
+        cap = part.last + self.slack.get(tp[0], 0.0)
+        return cap if cap >= self.high else _NO_CAP  # else behind already (or NaN)
 
     def _end_waited(self, part: _Partition[T], now: float) -> bool:
         """Whether ``part`` is read to its end and waited for: it has had a clock, and

@@ -275,7 +275,9 @@ def test_a_partition_read_to_its_end_caps_the_others_while_it_is_waited_for() ->
     # capped by b, nor b's 111 held back by anything but a.
     assert merge.take(now=0.1) == [(a, [0], 0, 1), (b, [0, 1, 2], 0, 2)]
     assert merge.high == 110.0
+    assert merge.waiting(0.5) == [a]  # the gauge of what holds the others back
     assert merge.take(now=0.5) == []  # a emptied at 0.1: waited for until 0.6
+    assert merge.waiting(0.6) == []
     assert merge.take(now=0.6) == [(b, [0, 1, 2], 2, 3)]
     # a's next record, 20 behind: a no longer in step holds nothing back.
     merge.push(a, [1], [91.0], now=0.7)
