@@ -1,52 +1,42 @@
 """Timestamp synchronisation of input partitions: records leave in event-time order.
 
-Workers judge lateness in the order a keyed partition receives its records (see the
-lateness horizon in ``evaluation.horizon``): an event more than the horizon behind
-the newest clock seen there is dropped. A coordinator that copies one input
-partition's backlog before another's makes the keyed partition's clock run ahead of
-the slower input partition, whose events then arrive late. So the coordinator
-buffers what it fetched per input partition and forwards records as Kafka Streams
-does (``max.task.idle.ms``): always from the partition whose next record has the
-smallest clock (equal clocks: the partition sorted first, by topic and number), and
-only while every assigned partition has buffered records or is
-*idle*: caught up to its end (partition EOF), or empty for ``idle`` seconds with
-nothing known to be left on the broker. As in Kafka Streams since KIP-695, a partition
-whose lag is unknown (never fetched) or known to be positive (fetched records not yet
-consumed) is never idle: at the start of a 1M-event backlog over 20 partitions, some
-partitions' first records came more than 2 s after the assignment, the others were
-forwarded meanwhile, and the worker dropped the late partitions' records as late.
-Then, with each input partition in time order, the records leave in global time order,
-except around an idle partition: a record written to it later with an older clock than
-what was forwarded meanwhile stays behind. (An input partition whose leader stays
-unreachable holds the others back until it answers, as a Kafka Streams task waits for
-its partitions.)
+Workers judge lateness in the order a keyed partition receives its records (the
+lateness horizon, ``evaluation.horizon``): an event more than the horizon behind the
+newest clock seen there is dropped. A coordinator that copied one input partition's
+backlog before another's would make the keyed partition's clock run ahead of the
+slower one, whose events would then arrive late. So the merge buffers what was fetched
+per input partition and forwards records as Kafka Streams does (``max.task.idle.ms``):
+always from the partition whose next record has the smallest clock (ties: the
+partition sorted first), and only while every assigned partition has buffered records
+or is *idle*: read to its end (partition EOF), or empty for ``idle`` seconds with
+nothing known to be left on the broker. As since KIP-695, a partition whose lag is
+unknown or positive is never idle (at the start of a 1M-event backlog some partitions'
+first records came more than 2 s after the assignment). A record written later to an
+idle partition with an older clock than what was forwarded meanwhile stays behind; a
+partition whose leader stays unreachable holds the others back until it answers.
 
-A partition read to its end is not waited for, as in Kafka Streams by default, but
-the others' records may run only so far ahead of it: for ``end_wait`` seconds after
-it empties, they leave only up to its last clock plus its topic's *slack*, the skew
-the queries reading it tolerate (``partition_keys.tolerated_skew``: the lateness
-horizon of a PARTITION BY query, its reorder bound if it has one, none for a query
-without keys). So a partition whose next fetch comes a little after the others'
-loses none of its records to the horizon, however fast the stream's clock runs:
-replayed at 20k events/s, a minute of the stock events' clock passed in 60 ms, and
-the records of the partitions fetched last were dropped as late. A partition already
-further behind what was forwarded than its slack holds nothing back (its next
-records are late anyway, unless they jump ahead), nor does one that never had a
-clock.
+A partition read to its end is not waited for as such, but the others' records may
+run only so far ahead of it: for ``end_wait`` seconds from when it first lacks records
+the others have (as Kafka Streams times ``max.task.idle.ms``), they leave only up to its
+last clock plus its topic's *slack*, the skew the queries reading it tolerate
+(``partition_keys.tolerated_skew``). So a partition fetched a little after the others
+loses none of its records to the horizon however fast the stream's clock runs (a
+replay at 20k events/s passes a minute of clock in 60 ms). One already further behind
+what was forwarded than its slack holds nothing back; one that never had a clock holds
+everything back while nothing has been forwarded.
 
 A record without a clock goes with the record before it in its partition (first in
-the partition: at once), so it never holds the others back. Records of one partition
-always leave in offset order, which keeps offset commits exact: the committed offset
-is the one after the last forwarded record, and whatever is still buffered on a
-rebalance is read again by the partition's next owner.
+the partition: at once). Records of one partition always leave in offset order, so the
+committed offset is the one after the last forwarded record, and what is still
+buffered on a rebalance is read again by the partition's next owner.
 
 The merge holds opaque *chunks* (a fetched batch of one partition, with its clocks)
 and hands out runs ``(partition, chunk, start, stop)``, so that the coordinator
-extracts keys and produces a whole run at once. When partitions' clocks interleave,
-runs are a record or two long, and walking a heap of the partitions' heads cost about
-a microsecond per run: with every partition's buffered clocks ascending (the usual
-case), one stable sort of the clocks that may leave gives the same runs
-(``TimeMerge._take_sorted``); otherwise the heap decides.
+extracts keys and produces a whole run at once. When clocks interleave, runs are a
+record or two long and walking a heap of heads cost about a microsecond per run: with
+every buffered chunk's clocks ascending (the usual case), one stable sort of the
+clocks that may leave gives the same runs (``TimeMerge._take_sorted``); otherwise the
+heap decides.
 """
 
 from __future__ import annotations
@@ -90,6 +80,8 @@ class _Partition(Generic[T]):
     size: int = 0  # buffered records
     at_end: bool = False  # consumed up to the end of the partition, nothing buffered since
     last: float = _NO_CLOCK  # clock of the last record pushed
+    # Read to its end and empty: when the others first had records buffered since.
+    wait_from: float | None = None
 
 
 class TimeMerge(Generic[T]):
@@ -130,8 +122,9 @@ class TimeMerge(Generic[T]):
         (what it holds back may leave then); infinity when none is waited for."""
         left = _NO_CAP
         for part in self._parts.values():
-            if not part.size and self._end_waited(part, now):
-                left = min(left, part.empty_since + self.end_wait - now)
+            start = part.wait_from
+            if not part.size and start is not None and self._end_waited(part, now):
+                left = min(left, start + self.end_wait - now)
         return left
 
     def waiting(self, now: float) -> list[TP]:
@@ -177,6 +170,7 @@ class TimeMerge(Generic[T]):
         part.chunks.append(_Chunk(payload, clocks, clocks == sorted(clocks)))
         part.size += len(clocks)
         part.at_end = False
+        part.wait_from = None
 
     def end(self, tp: TP) -> None:
         """``tp`` is consumed up to its end (partition EOF)."""
@@ -187,6 +181,14 @@ class TimeMerge(Generic[T]):
     def take(self, now: float, *, force: bool = False) -> list[Run[T]]:
         """The runs that may be forwarded now, in order; ``force`` forwards everything
         buffered, in time order, whether or not some partition is still to be heard."""
+        if force:
+            return self._take(now, True)
+        self._begin_waits(now)
+        runs = self._take(now, False)
+        self._begin_waits(now)  # for those it emptied, while others' records remain
+        return runs
+
+    def _take(self, now: float, force: bool) -> list[Run[T]]:
         cap, capper, cap2 = self._caps(now, force)
         sorted_runs = self._take_sorted(now, force, cap)
         if sorted_runs is not None:
@@ -357,6 +359,16 @@ class TimeMerge(Generic[T]):
                 second = cap
         return first, first_tp, second
 
+    def _begin_waits(self, now: float) -> None:
+        """Begin the wait of each partition read to its end and empty while the others'
+        records are buffered: one quiet for long is waited for when the others' come."""
+        parts = self._parts.values()
+        if not self.end_wait > 0 or not any(part.size for part in parts):
+            return
+        for part in parts:
+            if part.at_end and not part.size and part.wait_from is None:
+                part.wait_from = now
+
     def _cap_of(self, tp: TP, part: _Partition[T], now: float) -> float:
         """The clock ``part`` lets the others' records reach: its last plus its topic's
         slack while it is waited for and in step with what was forwarded, else none."""
@@ -366,11 +378,13 @@ class TimeMerge(Generic[T]):
         return cap if cap >= self.high else _NO_CAP  # else behind already (or NaN)
 
     def _end_waited(self, part: _Partition[T], now: float) -> bool:
-        """Whether ``part`` is read to its end and waited for: it has had a clock, and
-        holds records or emptied less than ``end_wait`` seconds ago."""
-        if not part.at_end or part.last == _NO_CLOCK:
+        """Whether ``part`` is read to its end and waited for: it holds records, or its
+        wait (``end_wait`` seconds from when it first lacked the others' records) is on."""
+        if not part.at_end:
             return False
-        return part.size > 0 or now - part.empty_since < self.end_wait
+        if part.size:
+            return True
+        return part.wait_from is not None and now - part.wait_from < self.end_wait
 
     def _holds_back(self, tp: TP, part: _Partition[T], now: float, force: bool) -> bool:
         """Whether ``part``, with nothing buffered, holds the others back."""

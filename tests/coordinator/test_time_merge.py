@@ -293,31 +293,62 @@ def test_a_partition_read_to_its_end_caps_the_others_while_it_is_waited_for() ->
     assert merge.take(now=0.8, force=True) == [(b, [4], 0, 1)]
 
 
-def test_a_partition_without_a_clock_yet_caps_nothing() -> None:
-    merge: TimeMerge[list[int]] = TimeMerge(idle=INF, end_wait=INF)
+def test_a_partition_quiet_since_assigned_is_waited_for_when_the_others_records_come() -> None:
+    """Its wait begins when the others' first records are buffered, not when it was
+    found at its end: a stream's first records do not leave before a partition fetched
+    a little later is heard from. Never having had a clock, it holds back every clock
+    while nothing has been forwarded, and nothing once something has."""
+    merge: TimeMerge[list[int]] = TimeMerge(idle=INF, end_wait=0.5)
     a, b = ("in", 0), ("in", 1)
     merge.assign([a, b], now=0.0)
-    merge.push(a, [0], [None], now=0.0)
     merge.end(a)
-    merge.push(b, [0], [5.0], now=0.0)
+    merge.push(b, [0], [5.0], now=2.0)
     merge.end(b)
-    assert merge.take(now=0.0) == [(a, [0], 0, 1), (b, [0], 0, 1)]
+    assert merge.take(now=2.0) == []
+    assert merge.waiting(2.2) == [a]
+    assert merge.end_wait_left(2.2) == pytest.approx(0.3)
+    assert merge.take(now=2.4) == []
+    assert merge.take(now=2.5) == [(b, [0], 0, 1)]
+    merge.push(b, [1], [6.0], now=3.0)
+    assert merge.take(now=3.0) == [(b, [1], 0, 1)]  # its wait is over, and it is behind
+    # Heard from, it is waited for again once it lacks the others' records.
+    merge.push(a, [0], [None], now=4.0)  # a record without a clock leaves at once
+    merge.end(a)
+    merge.push(b, [2], [7.0], now=4.0)
+    assert merge.take(now=4.0) == [(a, [0], 0, 1), (b, [2], 0, 1)]  # a is behind b's 6
 
 
 class _Rescanning(TimeMerge[list[Record]]):
     """The merge as first written: every head rescanned and sorted per run, records
     leaving in (clock, partition) order (the reference for the heap's and the sort's
     choices: the same runs, ties included). A partition read to its end and waited for
-    (``end_wait``) caps the clocks of the others' records at its last plus its slack,
-    from the take's start, unless that is below the newest clock forwarded."""
+    (``end_wait``, from the first take that finds it empty and others' records
+    buffered) caps the clocks of the others' records at its last plus its slack, from
+    the take's start, unless that is below the newest clock forwarded."""
 
     def take(self, now: float, *, force: bool = False) -> list[Run[list[Record]]]:
+        runs = self._rescan(now, force)
+        if not force:
+            self._start_waits(now)
+        return runs
+
+    def _start_waits(self, now: float) -> None:
+        parts = self._parts.values()
+        if self.end_wait and any(part.size for part in parts):
+            for part in parts:
+                if part.at_end and not part.size and part.wait_from is None:
+                    part.wait_from = now
+
+    def _rescan(self, now: float, force: bool) -> list[Run[list[Record]]]:
         runs: list[Run[list[Record]]] = []
         parts = self._parts
         caps: dict[TP, float] = {}
+        if not force:
+            self._start_waits(now)
         for tp, part in parts.items():
-            waited = part.size > 0 or now - part.empty_since < self.end_wait
-            if force or not part.at_end or part.last == -INF or not waited or not self.end_wait:
+            start = part.wait_from
+            waited = part.size > 0 or (start is not None and now - start < self.end_wait)
+            if force or not part.at_end or not waited or not self.end_wait:
                 continue
             cap = part.last + self.slack.get(tp[0], 0.0)
             if cap >= self.high:
@@ -491,11 +522,12 @@ def test_the_wait_left_for_a_partition_read_to_its_end() -> None:
     merge: TimeMerge[list[int]] = TimeMerge(idle=INF, end_wait=0.5)
     a, b = ("in", 0), ("in", 1)
     merge.assign([a, b], now=0.0)
-    assert merge.end_wait_left(0.0) == INF  # no clock yet: not waited for
+    merge.end(b)
+    assert merge.end_wait_left(0.0) == INF  # nothing buffered: no wait begun
     merge.push(a, [0], [1.0], now=0.0)
     merge.end(a)
-    assert merge.end_wait_left(0.0) == INF  # records buffered: its wait has not begun
-    merge.end(b)
-    assert merge.take(now=1.0) == [(a, [0], 0, 1)]
+    assert merge.end_wait_left(0.0) == INF  # records buffered: a's wait has not begun
+    assert merge.take(now=1.0) == []  # b's begins: no clock yet, it holds back a's 1.0
     assert merge.end_wait_left(1.2) == pytest.approx(0.3)
-    assert merge.end_wait_left(1.5) == INF  # over: what it held back is free to go
+    assert merge.take(now=1.5) == [(a, [0], 0, 1)]
+    assert merge.end_wait_left(1.5) == INF  # over: nothing is buffered to wait for
