@@ -311,11 +311,15 @@ def test_a_partition_quiet_since_assigned_is_waited_for_when_the_others_records_
     assert merge.take(now=2.5) == [(b, [0], 0, 1)]
     merge.push(b, [1], [6.0], now=3.0)
     assert merge.take(now=3.0) == [(b, [1], 0, 1)]  # its wait is over, and it is behind
-    # Heard from, it is waited for again once it lacks the others' records.
-    merge.push(a, [0], [None], now=4.0)  # a record without a clock leaves at once
+    # A record without a clock leaves at once; a, still without one, is behind what
+    # was forwarded (b's 6), so its next wait caps nothing.
+    merge.push(a, [0], [None], now=4.0)
     merge.end(a)
     merge.push(b, [2], [7.0], now=4.0)
-    assert merge.take(now=4.0) == [(a, [0], 0, 1), (b, [2], 0, 1)]  # a is behind b's 6
+    assert merge.take(now=4.0) == [(a, [0], 0, 1), (b, [2], 0, 1)]
+    merge.push(b, [3], [8.0], now=4.1)
+    assert merge.waiting(4.1) == []
+    assert merge.take(now=4.1) == [(b, [3], 0, 1)]
 
 
 class _Rescanning(TimeMerge[list[Record]]):
