@@ -80,8 +80,7 @@ class _Partition(Generic[T]):
     size: int = 0  # buffered records
     at_end: bool = False  # consumed up to the end of the partition, nothing buffered since
     last: float = _NO_CLOCK  # clock of the last record pushed
-    # Read to its end and empty: when the others first had records buffered since.
-    wait_from: float | None = None
+    wait_from: float | None = None  # at its end and empty: when it first lacked others' records
 
 
 class TimeMerge(Generic[T]):
@@ -185,7 +184,8 @@ class TimeMerge(Generic[T]):
             return self._take(now, True)
         self._begin_waits(now)
         runs = self._take(now, False)
-        self._begin_waits(now)  # for those it emptied, while others' records remain
+        if runs:  # for those it emptied, while others' records remain
+            self._begin_waits(now)
         return runs
 
     def _take(self, now: float, force: bool) -> list[Run[T]]:
