@@ -97,6 +97,12 @@ class KeyedEvents(Sequence[KeyedEvent]):
     def __len__(self) -> int:
         return len(self._events)
 
+    def __iter__(self) -> Iterator[KeyedEvent]:
+        # Not Sequence's: that one indexes and waits for IndexError.
+        if self._streams is None:
+            return map(KeyedEvent, self._events, self._sources)
+        return map(KeyedEvent, self._events, self._sources, self._streams)
+
     @overload
     def __getitem__(self, i: int) -> KeyedEvent: ...
 

@@ -45,6 +45,30 @@ class QueryEvaluator(Protocol):
 # A substream with this few events in a batch runs them one by one: with many keys
 # (one event each, say) the vector set-up per key costs far more than the events.
 FEW = 16
+# A batch whose PARTITION BY keys get at most this many of its events each, on average,
+# runs row by row (``few_per_key``).
+ROWS_PER_KEY = 16
+# Batches up to this size have their keys counted (``few_per_key``); a larger one is
+# grouped by numpy, whose set-up its rows then outweigh.
+_COUNTED = 1024
+
+
+def few_per_key(attrs: tuple[str, ...], cols: Mapping[str, np.ndarray], n: int) -> bool:
+    """Whether a batch's PARTITION BY keys are so many that its substreams get
+    ``ROWS_PER_KEY`` events or fewer each on average: most would then go event by event
+    anyway (``_run_few``), and the batch is cheaper row by row than its vector passes and
+    grouping (a paced worker's 60 events over ten tickers: 26 µs per event row by row
+    against 37)."""
+    if not attrs or n > _COUNTED:
+        return False
+    values = []
+    for attr in attrs:
+        col = cols.get(attr)
+        if col is None or col.dtype.kind not in "iufU":
+            return False  # no key or no grouping by numpy: not this function's choice
+        values.append(col.tolist())
+    keys = set(values[0]) if len(values) == 1 else set(zip(*values, strict=True))
+    return n <= ROWS_PER_KEY * len(keys)
 
 
 def run_columns(

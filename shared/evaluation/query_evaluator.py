@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from cerfleet.cea.vector_predicates import RowView
 from cerfleet.complex_event import ComplexEvent, KeyValue
-from cerfleet.evaluation.columnar_run import run_columns
+from cerfleet.evaluation.columnar_run import few_per_key, run_columns
 from cerfleet.evaluation.correlated import Correlator, correlated_complex_events
 from cerfleet.evaluation.declared_lateness import DeclaredLateness
 from cerfleet.evaluation.enumeration import complex_events
@@ -65,8 +65,10 @@ from cerfleet.evaluation.window import batch_clocks
 from cerfleet.pattern import Consume, Strategy
 from cerfleet.plan import QueryPlan
 
-# Batches of at most this many rows run row by row (``process_columns``).
+# Batches of at most this many rows run row by row (``process_columns``); a row batch
+# of at most EVICT_AT_END evicts its idle keys at its end, a larger one as they go.
 ROW_BATCH = 32
+EVICT_AT_END = 1024
 
 if TYPE_CHECKING:
     import numpy as np
@@ -204,7 +206,7 @@ class QueryEvaluator:
             raise ValueError(f"{len(events)} events for columns of length {n}")
         query = self.query
         row: Row = RowView(columns).at if events is None else events.__getitem__
-        if self.by_rows(n):
+        if self.by_rows(n) or few_per_key(query.key_attrs, columns, n):
             listed = None if positions is None else checked_labels(positions, n, self.position)
             return self._rows(row, n, events, listed)
         labels = None if positions is None else checked_positions(positions, n, self.position)
@@ -262,11 +264,10 @@ class QueryEvaluator:
         return out
 
     def by_rows(self, n: int) -> bool:
-        """Whether ``process_columns`` takes a batch of ``n`` rows row by row, so that,
-        given its events, it never reads its columns. Restarts that couple all keys go
-        row by row; so do small batches: the vector passes' set-up costs more than a few
-        rows one by one. (Keys of another kind, or clocks that floats cannot hold
-        exactly, are found in the columns: row by row too.)"""
+        """Whether ``process_columns`` takes ``n`` rows row by row, never reading columns:
+        small batches (vector set-up costs more than a few rows) and restarts coupling all
+        keys. Keys of another kind or with few rows each (``few_per_key``), or clocks
+        floats cannot hold exactly, are found in the columns: row by row too."""
         return n <= ROW_BATCH or (self.query.keyed and self.query.consume is Consume.ANY)
 
     def process_records(
@@ -299,8 +300,7 @@ class QueryEvaluator:
             at = labels if isinstance(labels, list) else labels.tolist()
         out: list[ComplexEvent] = []
         one = self._one
-        # Small batches evict idle keys at their end (they come back); large ones as they go.
-        self._idle = {} if n <= ROW_BATCH else None
+        self._idle = {} if n <= EVICT_AT_END else None  # a key idle now may come back
         try:
             for i, (event, j) in enumerate(zip(rows, at, strict=True)):
                 out.extend(one(event, j))

@@ -88,6 +88,15 @@ def near_limits(values: Sequence[bytes | None], limits: RecordLimits = DEFAULT_L
         return []
     if len(values) <= _FEW_VALUES:
         # A small batch (a light load): the vector pass's set-up costs more than this.
+        # Mostly none is near: one count over the batch says so.
+        if None not in values:
+            present: Sequence[bytes] = values  # type: ignore[assignment]
+            joined = b"".join(present)
+            if (
+                joined.count(b"[") + joined.count(b"{") <= limits.max_depth
+                and max(map(len, present)) <= limits.max_bytes
+            ):
+                return []
         return [
             i
             for i, v in enumerate(values)

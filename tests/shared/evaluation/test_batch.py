@@ -81,6 +81,7 @@ def _assert_batches_match_rows(
     cuts=st.lists(st.integers(0, 30), max_size=4),
     row_batch=st.integers(0, 6),
     few=st.integers(1, 6),
+    per_key=st.integers(0, 4),
 )
 def test_columns_match_rows_whatever_the_small_batch_thresholds(
     query: pattern.Pattern,
@@ -88,12 +89,14 @@ def test_columns_match_rows_whatever_the_small_batch_thresholds(
     cuts: list[int],
     row_batch: int,
     few: int,
+    per_key: int,
 ) -> None:
-    # The thresholds below which a batch, or a key's rows in it, run row by row: drawn
-    # small, so that the random streams' batches fall on both sides of them.
+    # The thresholds below which a batch, a batch of many keys, or a key's rows in it
+    # run row by row: drawn small, so that the random streams' batches fall on both
+    # sides of them.
     bounds = [0, *sorted(c for c in cuts if c < len(stream)), len(stream)]
-    before = (query_evaluator.ROW_BATCH, columnar_run.FEW)
-    batch_paths.use((row_batch, few))
+    before = batch_paths.current()
+    batch_paths.use((row_batch, few, per_key))
     try:
         _assert_batches_match_rows(query, stream, bounds)
     finally:
@@ -114,6 +117,22 @@ def test_the_shipped_thresholds_send_small_batches_row_by_row() -> None:
         got_large = [_key(ce) for ce in large.process_columns(to_columns(stream))]
     assert got_small == expected
     assert got_large == expected
+
+
+def test_the_shipped_thresholds_send_a_batch_of_many_keys_row_by_row() -> None:
+    compiled = compile_query("SELECT * FROM S WHERE A ; B PARTITION BY [k] WITHIN 10 EVENTS")
+    stream = [{"type": "A" if i % 3 else "B", "k": f"k{i % 20}"} for i in range(60)]
+    expected = [_key(ce) for ce in compiled.evaluator().process_batch(stream)]
+    with batch_paths.shipped_thresholds():
+        assert not compiled.evaluator().by_rows(len(stream))
+        assert columnar_run.few_per_key(("k",), to_columns(stream), len(stream))
+        evaluator = compiled.evaluator()
+        calls: list[int] = []
+        rows = evaluator._rows
+        evaluator._rows = lambda *a: calls.append(1) or rows(*a)  # type: ignore[method-assign]
+        got = [_key(ce) for ce in evaluator.process_columns(to_columns(stream), events=stream)]
+    assert calls == [1]
+    assert got == expected and expected
 
 
 def test_columns_skip_what_changes_nothing_but_keep_the_window() -> None:

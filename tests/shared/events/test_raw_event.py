@@ -31,3 +31,13 @@ def test_an_event_with_decoded_values_answers_from_them() -> None:
     assert event.get("user") == "u1"
     assert event._doc is None
     assert len(event) == 4 and event["note"] is None
+
+
+def test_iterating_a_batch_gives_the_events_indexing_gives() -> None:
+    raws = [b'{"type":"BUY","price":%d}' % i for i in range(5)]
+    for values in ({}, {"price": list(range(5)), "type": ["BUY"] * 5}):
+        events = RawEvents(raws, values)
+        listed = list(events)
+        assert [e.raw for e in listed] == raws
+        assert [e._known for e in listed] == [events[i]._known for i in range(5)]
+        assert [dict(e) for e in listed] == [orjson.loads(r) for r in raws]

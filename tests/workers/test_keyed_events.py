@@ -1,0 +1,24 @@
+"""Keyed records as events: a batch iterated gives what indexing it gives."""
+
+from __future__ import annotations
+
+import pytest
+
+from cerfleet.events.raw_event import RawEvents
+from cerfleet.workers.keyed_events import SOURCE_FIELD, STREAM_FIELD, KeyedEvents
+
+
+@pytest.mark.parametrize("streams", [None, ["S", None, "T"]])
+def test_iterating_keyed_events_gives_the_events_indexing_gives(
+    streams: list[str | None] | None,
+) -> None:
+    raws = [b'{"type":"BUY","n":%d}' % i for i in range(3)]
+    sources = [("in", 0, 10), None, ("in", 1, 4)]
+    events = KeyedEvents(RawEvents(raws, {"n": [0, 1, 2]}), sources, streams)
+    listed = list(events)
+    assert len(listed) == 3
+    for i, event in enumerate(listed):
+        assert event.raw == raws[i] and event.source == sources[i]
+        assert dict(event) == dict(events[i])
+        assert event.get(SOURCE_FIELD) == events[i].get(SOURCE_FIELD)
+        assert event.get(STREAM_FIELD) == (None if streams is None else streams[i])
