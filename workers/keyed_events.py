@@ -26,12 +26,13 @@ class KeyedEvent(Mapping[str, Any]):
     """The event ``event`` (read from its bytes) with its ``source`` under ``SOURCE_FIELD``
     and, when its query maps topics to streams, its ``stream`` under ``STREAM_FIELD``."""
 
-    __slots__ = ("_source_json", "event", "raw", "source", "stream")
+    __slots__ = ("_known", "_source_json", "event", "raw", "source", "stream")
 
     def __init__(
         self, event: RawEvent, source: Sequence[Any] | None, stream: str | None = None
     ) -> None:
         self.event = event
+        self._known = event.known
         self.raw = event.raw
         self.source = source
         self.stream = stream
@@ -53,6 +54,11 @@ class KeyedEvent(Mapping[str, Any]):
             return list(self.source)
         if key == STREAM_FIELD and self.stream is not None:
             return self.stream
+        # A value decoded with the batch is what ``RawEvent.get`` would answer: read here,
+        # one call fewer for each of the few attributes the row path asks of an event.
+        value = self._known.get(key)
+        if value is not None:
+            return value
         return self.event.get(key, default)
 
     def __getitem__(self, key: str) -> Any:

@@ -39,6 +39,11 @@ class RawEvent(Mapping[str, Any]):
         self._known = known
         self._doc: dict[str, Any] | None = None
 
+    @property
+    def known(self) -> Mapping[str, Any]:
+        """The attributes decoded with the batch (None: missing or null)."""
+        return self._known
+
     def _decoded(self) -> dict[str, Any]:
         doc = self._doc
         if doc is None:

@@ -22,3 +22,14 @@ def test_iterating_keyed_events_gives_the_events_indexing_gives(
         assert dict(event) == dict(events[i])
         assert event.get(SOURCE_FIELD) == events[i].get(SOURCE_FIELD)
         assert event.get(STREAM_FIELD) == (None if streams is None else streams[i])
+
+
+def test_get_answers_decoded_values_the_worker_fields_and_defaults_as_the_event_does() -> None:
+    raw = b'{"type":"BUY","n":null,"x":3,"@cerfleet.stream":"inside"}'
+    decoded = {"type": ["BUY"], "n": [None], "missing": [None], STREAM_FIELD: ["inside"]}
+    [event] = KeyedEvents(RawEvents([raw], decoded), [("in", 0, 7)], ["S"])
+    assert event.get("type") == "BUY"
+    assert event.get("n") is None and event.get("n", 5) is None  # present and null
+    assert event.get("missing", 5) == 5 and event.get("x") == 3  # not decoded: read
+    assert event.get(STREAM_FIELD) == "S"  # the worker's, not the record's
+    assert event.get(SOURCE_FIELD) == ["in", 0, 7]
