@@ -57,8 +57,8 @@ def few_per_key(attrs: tuple[str, ...], cols: Mapping[str, np.ndarray], n: int) 
     """Whether a batch's PARTITION BY keys are so many that its substreams get
     ``ROWS_PER_KEY`` events or fewer each on average: most would then go event by event
     anyway (``_run_few``), and the batch is cheaper row by row than its vector passes and
-    grouping (a paced worker's 60 events over ten tickers: 26 µs per event row by row
-    against 37)."""
+    grouping (a worker's 60-record batches over ten tickers: 19.5 µs of CPU per event row
+    by row against 29.5 through the columns, medians of three)."""
     if not attrs or n > _COUNTED:
         return False
     values = []

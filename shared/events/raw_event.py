@@ -115,8 +115,8 @@ class RawEvents(Sequence[RawEvent]):
         return RawEvent(self._raws[i], known)
 
     def __iter__(self) -> Iterator[RawEvent]:
-        # Sequence's own iteration indexes and waits for IndexError: a fifth of what a
-        # small batch taken row by row cost beside its evaluation.
+        # Not Sequence's, which indexes until IndexError: the row path iterates every
+        # batch it takes, one event at a time.
         if not self._names:
             return (RawEvent(raw, _NOTHING_KNOWN) for raw in self._raws)
         names = self._names
