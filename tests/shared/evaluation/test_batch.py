@@ -227,3 +227,29 @@ def test_a_row_batch_forgets_the_keys_its_rows_one_by_one_forget(
             assert set(batched.substreams) == set(one_by_one.substreams), text
             assert dict(batched.evicted) == dict(one_by_one.evicted), text
             assert batched.late == one_by_one.late
+
+
+def test_a_row_batch_of_many_keys_evicts_at_its_end_what_rows_evict_as_they_go() -> None:
+    # 300 rows over 60 keys go row by row (``few_per_key``); their idle keys are evicted
+    # at the batch's end, leaving the keys and clocks that evicting as they go leaves.
+    compiled = compile_query(
+        "SELECT * FROM S WHERE A ; B PARTITION BY [k] WITHIN 5 [t] CONSUME BY PARTITION",
+        time_field="t",
+    )
+    rng = np.random.default_rng(11)
+    stream = [
+        {"type": str(rng.choice(["A", "B", "C"])), "k": f"k{rng.integers(60)}", "t": i}
+        for i in range(300)
+    ]
+    one_by_one, batched = compiled.evaluator(), compiled.evaluator()
+    with batch_paths.shipped_thresholds():
+        for a in range(0, 300, 100):
+            events = stream[a : a + 100]
+            want = [_key(ce) for ce in one_by_one.process_batch(events)]
+            columns = to_columns(events)
+            assert not batched.by_rows(100) and columnar_run.few_per_key(("k",), columns, 100)
+            got = [_key(ce) for ce in batched.process_columns(columns, events=events)]
+            assert got == want and batched._idle is None
+            assert set(batched.substreams) == set(one_by_one.substreams)
+            assert dict(batched.evicted) == dict(one_by_one.evicted)
+    assert one_by_one.evicted or len(one_by_one.substreams) < 60  # keys did go idle
