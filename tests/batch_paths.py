@@ -4,7 +4,7 @@ In production, small batches, batches of many keys and small key groups run row 
 (``query_evaluator.ROW_BATCH``, ``columnar_run.ROWS_PER_KEY``, ``columnar_run.FEW``):
 the vector passes' set-up costs more than a few rows. The differential suites draw
 small streams, so under those thresholds they would compare the row path with itself;
-the test session lowers them so that every batch takes the vector paths, as before they
+the test run lowers them so that every batch takes the vector paths, as before they
 existed, and the tests that check the thresholds themselves restore the shipped values
 (``shipped_thresholds``).
 """

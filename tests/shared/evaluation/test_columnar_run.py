@@ -1,5 +1,5 @@
 """When a columnar batch's keys are so many that it goes row by row (the shipped
-threshold: the test session lowers it, ``tests.batch_paths``)."""
+threshold: the tests run with it lowered, ``tests.batch_paths``)."""
 
 from __future__ import annotations
 
