@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from cerfleet.complex_event import ComplexEvent, KeyValue
+from cerfleet.evaluation.partitioning import GROUPED_KINDS
 from cerfleet.evaluation.relevance import NextRelevant, Relevance
 from cerfleet.evaluation.substream import SubstreamEvaluator
 from cerfleet.plan import QueryPlan
@@ -64,7 +65,7 @@ def few_per_key(attrs: tuple[str, ...], cols: Mapping[str, np.ndarray], n: int) 
     values = []
     for attr in attrs:
         col = cols.get(attr)
-        if col is None or col.dtype.kind not in "iufU":
+        if col is None or col.dtype.kind not in GROUPED_KINDS:
             return False  # no key or no grouping by numpy: not this function's choice
         values.append(col.tolist())
     keys = set(values[0]) if len(values) == 1 else set(zip(*values, strict=True))

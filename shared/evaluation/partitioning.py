@@ -65,6 +65,11 @@ class Groups(Sequence[Group]):
         return map(self.__getitem__, range(len(self._groups)))
 
 
+# The column kinds (numpy's ``dtype.kind``) ``partition_groups`` groups by: numbers and
+# strings; a key column of any other kind sends the batch row by row.
+GROUPED_KINDS = "iufU"
+
+
 def partition_groups(attrs: tuple[str, ...], cols: Columns, n: int) -> Sequence[Group] | None:
     """The batch's rows grouped by PARTITION BY key, in order of first appearance, each
     with its row indexes in order; rows with a missing (NaN) key attribute are in no
@@ -79,7 +84,7 @@ def partition_groups(attrs: tuple[str, ...], cols: Columns, n: int) -> Sequence[
         col = cols.get(attr)
         if col is None:
             return []
-        if col.dtype.kind not in "iufU":
+        if col.dtype.kind not in GROUPED_KINDS:
             return None
         if col.dtype.kind == "f":
             valid &= ~np.isnan(col)
