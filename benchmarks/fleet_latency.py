@@ -43,7 +43,8 @@ from benchmarks.fleet_workload import (
     events_for,
     input_partitions,
 )
-from benchmarks.process_cpu import cpu_seconds
+from benchmarks.process_cpu import cpu_seconds, threads_cpu
+from cerfleet.fleet.local_broker import LocalBroker
 from cerfleet.kept_json import dumps_kept
 
 
@@ -70,7 +71,7 @@ class LatencyRun:
     # query whose bursts hold over 1% of its outputs is the tail of its largest bursts.
     largest_burst: int = 0
     # Cores each process used while the events were produced (``cpu_now``); None where
-    # not known: the mock's broker runs in the benchmark's process, an external one afar.
+    # not known (an external broker).
     cores: dict[str, float | None] = field(default_factory=dict)
 
     @property
@@ -129,16 +130,30 @@ def paced_produce(
         failed.append(KafkaError(KafkaError._MSG_TIMED_OUT))
 
 
+# librdkafka's name for the thread that serves its mock cluster.
+MOCK_THREAD = "rdk:mock"
+
+
 def cpu_now(f: FleetRun) -> dict[str, float | None]:
     """CPU seconds so far of the run's processes (``/proc``): the coordinator, the first
-    worker, the broker when it is a process of its own (tansu), and this one."""
+    worker, the broker, and this one. The mock's broker is this process's ``rdk:mock``
+    thread, counted as the broker's and not this process's; tansu is a process of its
+    own; an external broker is not known."""
     broker = getattr(f.broker, "process", None)
     own = os.times()
+    mine = own.user + own.system
+    if broker is not None:
+        broker_cpu = cpu_seconds(broker.pid)
+    elif isinstance(f.broker, LocalBroker):
+        broker_cpu = threads_cpu(os.getpid(), MOCK_THREAD)
+        mine -= broker_cpu or 0.0
+    else:
+        broker_cpu = None
     return {
         "coordinator": None if f.coordinator is None else cpu_seconds(f.coordinator.popen.pid),
         "worker": cpu_seconds(f.workers[0].popen.pid) if f.workers else None,
-        "broker": None if broker is None else cpu_seconds(broker.pid),
-        "benchmark": own.user + own.system,
+        "broker": broker_cpu,
+        "benchmark": mine,
     }
 
 

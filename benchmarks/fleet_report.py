@@ -211,8 +211,9 @@ def write_markdown(
             "record processed (large when the worker is slower than the target rate). Late "
             "events: dropped by the worker as late (`cerfleet_worker_late_events_total`), "
             "which makes fewer complex events than the embedded engine's. CPU cores: each "
-            "process's CPU seconds (`/proc`) over the produce phase; the mock's broker runs "
-            "in the benchmark's process, so its share is in that figure there.",
+            "process's CPU seconds (`/proc`) over the produce phase; the mock's broker is the "
+            "benchmark process's `rdk:mock` thread, counted as the broker's and not the "
+            "benchmark's.",
             "",
             *latency_table(latencies),
             "",

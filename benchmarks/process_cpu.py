@@ -30,6 +30,30 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def threads_cpu(pid: int, name: str) -> float | None:
+    """CPU seconds of the threads of process ``pid`` named ``name`` (their ``comm``:
+    librdkafka names its threads, ``rdk:mock`` the mock cluster's); None when none is
+    found or there is no ``/proc``."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total, found = 0, False
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                if f.read().strip() != name:
+                    continue
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        total += int(fields[11]) + int(fields[12])
+        found = True
+    return total / tick if found else None
+
+
 def tree_cpu(root: int) -> float:
     """CPU seconds of ``root`` and every live process under it (the JVM, Spark's Python
     workers): each one's own time and its reaped children's."""
