@@ -37,14 +37,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from operator import attrgetter
-from typing import Any, cast
+from typing import Any
 
 import orjson
 
 from cerfleet.complex_event import ComplexEvent
 from cerfleet.events.jsonl import loads
 from cerfleet.fleet.keyed import ORIGIN_HEADER, header_items
-from cerfleet.workers.keyed_events import SOURCE_FIELD, STREAM_FIELD, KeyedEvent
+from cerfleet.workers.keyed_events import SOURCE_FIELD, STREAM_FIELD, KeyedEvent, sources_json
 
 __all__ = [
     "MAX_OUTPUT_BYTES",
@@ -93,10 +93,10 @@ def output_value(
     and serialised per complex event was most of the cost of publishing them.
     ``key_json``: ``output_key(ce)``, when the caller has it already."""
     query_json, keyed_json = _fixed_fields(query, keyed_topic, partition)
-    keyed_events = cast("Sequence[KeyedEvent]", ce.events)
+    events: Sequence[KeyedEvent] = ce.events  # type: ignore[assignment]
     try:
-        raws = b",".join(map(_RAW, keyed_events))
-        sources = b",".join([e.source_json() for e in keyed_events])
+        raws = b",".join(map(_RAW, events))
+        sources = sources_json(events)
     except AttributeError:  # some restored from a checkpoint: plain mappings
         raws, sources = _restored(ce.events)
     if key_json is None:
@@ -185,7 +185,14 @@ def output_key(ce: ComplexEvent) -> bytes | None:
 
 
 def origin(keyed_topic: str, partition: int, query: str, version: int, seq: int) -> bytes:
-    return f"{keyed_topic}:{partition}:{query}:{version}:{seq}".encode()
+    return _origin_prefix(keyed_topic, partition, query, version) + b"%d" % seq
+
+
+@lru_cache(maxsize=4096)
+def _origin_prefix(keyed_topic: str, partition: int, query: str, version: int) -> bytes:
+    """The origin tag up to its ``seq``: a Kleene burst tags thousands of outputs of one
+    query from one keyed partition (formatting the whole tag took 0.33 µs a time)."""
+    return f"{keyed_topic}:{partition}:{query}:{version}:".encode()
 
 
 def parse_origin(value: bytes) -> tuple[str, int, str, int, int]:

@@ -86,6 +86,12 @@ def _check(
             f"{name}: {sum(missing.values())} missing, {sum(extra.values())} extra "
             f"of {sum(want.values())}"
         )
+        # Each record is keyed by its complex event's PARTITION BY values (none without).
+        for m in reader.records:
+            record_key = m.key()
+            assert (None if record_key is None else orjson.loads(record_key)) == orjson.loads(
+                m.value()
+            )["key"], name
         counts[name] = sum(want.values())
     return counts
 

@@ -1,11 +1,13 @@
-"""Keyed records as events: a batch iterated gives what indexing it gives."""
+"""Keyed records as events: a batch iterated gives what indexing it gives, and their
+sources as output records list them."""
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from cerfleet.events.raw_event import RawEvents
-from cerfleet.workers.keyed_events import SOURCE_FIELD, STREAM_FIELD, KeyedEvents
+from cerfleet.workers.keyed_events import SOURCE_FIELD, STREAM_FIELD, KeyedEvents, sources_json
 
 
 @pytest.mark.parametrize("streams", [None, ["S", None, "T"]])
@@ -33,3 +35,17 @@ def test_get_answers_decoded_values_the_worker_fields_and_defaults_as_the_event_
     assert event.get("missing", 5) == 5 and event.get("x") == 3  # not decoded: read
     assert event.get(STREAM_FIELD) == "S"  # the worker's, not the record's
     assert event.get(SOURCE_FIELD) == ["in", 0, 7]
+
+
+def test_sources_json_joins_each_events_source_as_the_record_lists_it() -> None:
+    raws = [b'{"type":"A","x":1}', b'{"type":"B"}', b'{"type":"A"}']
+    events = list(KeyedEvents(RawEvents(raws, {}), [("in", 2, 7), None, ("in", 0, 9)]))
+    events[2].source_json()  # one already kept, the others made on the way
+    joined = sources_json(events)
+    assert orjson.loads(b"[%b]" % joined) == [
+        {"topic": "in", "partition": 2, "offset": 7},
+        None,
+        {"topic": "in", "partition": 0, "offset": 9},
+    ]
+    assert joined == b",".join(e.source_json() for e in events)
+    assert sources_json([]) == b""
