@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken, VisitError
+from lark.exceptions import VisitError
 from lark.tree import Meta
 
 from cerfleet.errors import MatchRecognizeError
+from cerfleet.grammar_errors import parse_tree
 from cerfleet.match_recognize import syntax as s
 from cerfleet.pattern import Span
 
@@ -266,42 +267,9 @@ class _ToSyntax(Transformer[Token, s.Query]):
         return s.Star(None, _span(meta))
 
 
-def _expected(names: set[str]) -> str:
-    shown = sorted({_PUNCT.get(n, n) for n in names if not n.startswith("__")})
-    return ", ".join(shown) if shown else "something else"
-
-
 def parse(text: str) -> s.Query:
     """The syntax tree of a MATCH_RECOGNIZE query (``MatchRecognizeError`` if malformed)."""
-    try:
-        tree = _PARSER.parse(text)
-    except UnexpectedToken as err:
-        tok = err.token
-        what = "end of query" if tok.type == "$END" else repr(str(tok))
-        raise MatchRecognizeError(
-            f"unexpected {what}",
-            line=err.line if err.line > 0 else max(1, text.count("\n") + 1),
-            column=err.column if err.column > 0 else 1,
-            length=len(str(tok)) or 1,
-            source=text,
-            expected=_expected(set(err.accepts or err.expected)),
-        ) from None
-    except UnexpectedCharacters as err:
-        raise MatchRecognizeError(
-            f"unexpected character {text[err.pos_in_stream or 0]!r}",
-            line=err.line,
-            column=err.column,
-            source=text,
-            expected=_expected(set(err.allowed or ())),
-        ) from None
-    except UnexpectedEOF as err:
-        raise MatchRecognizeError(
-            "unexpected end of query",
-            line=max(1, text.count("\n") + 1),
-            column=1,
-            source=text,
-            expected=_expected(set(err.expected)),
-        ) from None
+    tree = parse_tree(_PARSER, text, MatchRecognizeError, _PUNCT)
     try:
         return _ToSyntax(text).transform(tree)
     except VisitError as err:

@@ -15,11 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 from lark import Lark, Token, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken, VisitError
+from lark.exceptions import VisitError
 from lark.tree import Meta
 
 from cerfleet import pattern
 from cerfleet.errors import RsepqlError
+from cerfleet.grammar_errors import parse_tree
 from cerfleet.pattern import Span
 from cerfleet.rdf.sparql_terms import Fail as _Fail
 from cerfleet.rdf.sparql_terms import GraphTerms
@@ -151,44 +152,8 @@ class _ToSyntax(GraphTerms):
         return [x for x in c if x is not None]
 
 
-def _expected(names: set[str]) -> str:
-    shown = sorted({_SHOWN.get(n, n) for n in names if not n.startswith("__")})
-    return (
-        ", ".join(shown[:-1]) + (" or " if len(shown) > 1 else "") + shown[-1] if shown else "more"
-    )
-
-
 def _tree(text: str) -> list[Any]:
-    try:
-        tree = _PARSER.parse(text)
-    except UnexpectedToken as err:
-        tok = err.token
-        what = "end of query" if tok.type == "$END" else repr(str(tok))
-        raise RsepqlError(
-            f"unexpected {what}",
-            line=err.line if err.line > 0 else len(text.splitlines()) or 1,
-            column=err.column if err.column > 0 else 1,
-            source=text,
-            length=len(str(tok)) or 1,
-            expected=_expected(set(err.accepts or err.expected)),
-        ) from None
-    except UnexpectedCharacters as err:
-        raise RsepqlError(
-            f"unexpected character {text[err.pos_in_stream or 0]!r}",
-            line=err.line,
-            column=err.column,
-            source=text,
-            expected=_expected(set(err.allowed or ())),
-        ) from None
-    except UnexpectedEOF as err:
-        lines = text.splitlines() or [""]
-        raise RsepqlError(
-            "unexpected end of query",
-            line=len(lines),
-            column=len(lines[-1]) + 1,
-            source=text,
-            expected=_expected(set(err.expected)),
-        ) from None
+    tree = parse_tree(_PARSER, text, RsepqlError, _SHOWN)
     try:
         parts: list[Any] = _ToSyntax().transform(tree)
     except VisitError as err:
