@@ -1,4 +1,5 @@
-"""Smoke test of the fleet CPU benchmark: a tiny run gives the embedded engine's answer."""
+"""Smoke test of the fleet CPU benchmark: a tiny run gives the embedded engine's answer,
+and what making its output records cost."""
 
 from __future__ import annotations
 
@@ -23,5 +24,11 @@ def test_a_tiny_run_counts_the_embedded_answer_and_keeps_other_labels(tmp_path: 
     for row in rows:
         assert row["equal"] and row["embedded_complex_events"] > 0
         assert row["worker_cpu_us_per_event"] > 0 and row["coordinator_cpu_us_per_event"] > 0
+        # Making the output records is part of the worker's work, per complex event.
+        per_output = row["output_cpu_us_per_complex_event"]
+        per_event = row["worker_cpu_us_per_event"]
+        share = per_output * row["complex_events"][0] / (per_event * row["events"])
+        assert per_output > 0 and 0 < share < 1
     assert {r["label"]: r["batch"] for r in rows} == {"one": 10_000, "two": 7}
-    assert "| two | global | 3,000 | 7 |" in (tmp_path / "fleet-cpu.md").read_text()
+    table = (tmp_path / "fleet-cpu.md").read_text()
+    assert "| two | global | 3,000 | 7 |" in table and "| output record µs |" in table
