@@ -45,9 +45,10 @@ def threads_cpu(pid: int, name: str) -> float | None:
             with open(f"/proc/{pid}/task/{tid}/comm") as f:
                 if f.read().strip() != name:
                     continue
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
         except OSError:  # the thread ended meanwhile
+            continue
+        fields = _stat(f"{pid}/task/{tid}")
+        if fields is None:
             continue
         total += int(fields[11]) + int(fields[12])
         found = True
