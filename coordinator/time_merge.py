@@ -10,33 +10,32 @@ always from the partition whose next record has the smallest clock (ties: the
 partition sorted first), and only while every assigned partition has buffered records
 or is *idle*: read to its end (partition EOF), or empty for ``idle`` seconds with
 nothing known to be left on the broker. As since KIP-695, a partition whose lag is
-unknown or positive is never idle (at the start of a 1M-event backlog some partitions'
-first records came more than 2 s after the assignment). A record written later to an
-idle partition with an older clock than what was forwarded meanwhile stays behind; a
-partition whose leader stays unreachable holds the others back until it answers.
+unknown or positive is never idle (a 1M-event backlog's first records of some partitions
+came more than 2 s after the assignment). A record written later to an idle partition
+with an older clock than what was forwarded stays behind; a partition whose leader
+stays unreachable holds the others back until it answers.
 
 A partition read to its end is not waited for as such, but the others' records may
 run only so far ahead of it: for ``end_wait`` seconds from when it first lacks records
 the others have (as Kafka Streams times ``max.task.idle.ms``), they leave only up to its
 last clock plus its topic's *slack*, the skew the queries reading it tolerate
-(``partition_keys.tolerated_skew``). So a partition fetched a little after the others
-loses none of its records to the horizon however fast the stream's clock runs (a
-replay at 20k events/s passes a minute of clock in 60 ms). One already further behind
-what was forwarded than its slack holds nothing back; one that never had a clock holds
-everything back while nothing has been forwarded.
+(``partition_keys.tolerated_skew``), or up to the newest clock forwarded when its wait
+began if that is later. So a partition fetched a little after the others loses none of
+its records to the horizon however fast the stream's clock runs (a replay at 20k
+events/s passes a minute of clock in 60 ms), even with no slack (a PARTITION BY key
+spread over partitions). Once everything has left and nothing came for ``end_wait``,
+the waits begin again with the next records: a replay that paused after its first
+events lost up to 38 records of a partition fetched a few ms after the others.
 
-A record without a clock goes with the record before it in its partition (first in
-the partition: at once). Records of one partition always leave in offset order, so the
-committed offset is the one after the last forwarded record, and what is still
-buffered on a rebalance is read again by the partition's next owner.
+A record without a clock goes with the record before it in its partition (first: at
+once). A partition's records leave in offset order: the committed offset is the one after
+the last forwarded, and what is buffered on a rebalance is read again by the next owner.
 
 The merge holds opaque *chunks* (a fetched batch of one partition, with its clocks)
-and hands out runs ``(partition, chunk, start, stop)``, so that the coordinator
-extracts keys and produces a whole run at once. When clocks interleave, runs are a
-record or two long and walking a heap of heads cost about a microsecond per run: with
-every buffered chunk's clocks ascending (the usual case), one stable sort of the
-clocks that may leave gives the same runs (``TimeMerge._take_sorted``); otherwise the
-heap decides.
+and hands out runs ``(partition, chunk, start, stop)``: the coordinator extracts keys
+and produces a whole run at once. When clocks interleave, runs are a record or two long
+and a heap of heads cost about a microsecond per run: with every buffered chunk's clocks
+ascending (the usual case), one stable sort gives the same runs (``_take_sorted``).
 """
 
 from __future__ import annotations
@@ -81,6 +80,7 @@ class _Partition(Generic[T]):
     at_end: bool = False  # consumed up to the end of the partition, nothing buffered since
     last: float = _NO_CLOCK  # clock of the last record pushed
     wait_from: float | None = None  # at its end and empty: when it first lacked others' records
+    base: float = _NO_CLOCK  # the newest clock forwarded when that wait began
 
 
 class TimeMerge(Generic[T]):
@@ -101,6 +101,7 @@ class TimeMerge(Generic[T]):
         self.slack: dict[str, float] = {}  # per topic; 0 where unset
         self.high = _NO_CLOCK  # the newest clock forwarded
         self._parts: dict[TP, _Partition[T]] = {}
+        self._busy = float("-inf")  # when records were last pushed or forwarded
 
     def __contains__(self, tp: TP) -> bool:
         return tp in self._parts
@@ -127,9 +128,8 @@ class TimeMerge(Generic[T]):
         return left
 
     def waiting(self, now: float) -> list[TP]:
-        """The empty partitions that hold back what is buffered of the others (none
-        while nothing is buffered): not heard from, or read to their end and waited
-        for with a cap below a buffered clock."""
+        """The empty partitions that hold back the others' buffered records: not heard
+        from, or read to their end and waited for with a cap below a buffered clock."""
         parts = self._parts
         newest = max((part.last for part in parts.values() if part.size), default=None)
         if newest is None:
@@ -152,13 +152,17 @@ class TimeMerge(Generic[T]):
             self._parts.pop(tp, None)
 
     def push(self, tp: TP, payload: T, times: Sequence[float | None], now: float) -> None:
-        """Buffer the next fetched records of ``tp`` (``times``: their clocks, None for
-        none). An unknown partition is assigned first."""
+        """Buffer the next fetched records of ``tp`` (``times``: their clocks or None)."""
         part = self._parts.get(tp)
         if part is None:
             part = self._parts[tp] = _Partition(empty_since=now)
         if not times:
             return
+        if self.end_wait > 0 and now - self._busy >= self.end_wait and not self.holding():
+            for other in self._parts.values():  # lacking nothing now: waited for again
+                if other.at_end and not other.size:
+                    other.wait_from = None
+        self._busy = now
         clocks: list[float] = []
         last = part.last
         for t in times:
@@ -180,12 +184,13 @@ class TimeMerge(Generic[T]):
     def take(self, now: float, *, force: bool = False) -> list[Run[T]]:
         """The runs that may be forwarded now, in order; ``force`` forwards everything
         buffered, in time order, whether or not some partition is still to be heard."""
-        if force:
-            return self._take(now, True)
-        self._begin_waits(now)
-        runs = self._take(now, False)
-        if runs:  # for those it emptied, while others' records remain
+        if not force:
             self._begin_waits(now)
+        runs = self._take(now, force)
+        if runs:
+            self._busy = now
+            if not force:  # for those it emptied, while others' records remain
+                self._begin_waits(now)
         return runs
 
     def _take(self, now: float, force: bool) -> list[Run[T]]:
@@ -195,10 +200,8 @@ class TimeMerge(Generic[T]):
             return sorted_runs
         runs: list[Run[T]] = []
         parts = self._parts
-        # The partitions' next clocks in a heap: with input partitions whose clocks
-        # interleave, runs are a few records long, and rescanning and sorting every
-        # head per run was the router's largest cost after Kafka's own (4 partitions:
-        # 70k runs per 200k records).
+        # The partitions' next clocks in a heap: rescanning and sorting every head per
+        # run was the router's largest cost after Kafka's own (4 partitions: 70k runs).
         heads: list[tuple[float, TP]] = []
         for tp, part in parts.items():
             if part.size:
@@ -262,17 +265,13 @@ class TimeMerge(Generic[T]):
         return runs
 
     def _take_sorted(self, now: float, force: bool, cap: float) -> list[Run[T]] | None:
-        """The heap's runs from one stable sort of the clocks that may leave, or None
-        where that might differ from them (or would cost more): the heap then decides.
-        ``cap``: the smallest of ``_caps``.
-
-        With each partition's buffered clocks ascending, the heap forwards records in
-        (clock, partition) order, each partition's in offset order, and stops right after
-        the last buffered record of the first partition that empties and may still get
-        records (``_holds_back`` with its wait just begun). So what leaves is known
-        before any ordering: every record up to that one in (clock, partition) order;
-        their order is a stable sort of their clocks laid out partition after partition,
-        and a run is a stretch of one chunk's records in it."""
+        """The heap's runs from one stable sort of the clocks that may leave (up to
+        ``cap``, the smallest of ``_caps``), or None where that might differ from them or
+        cost more. With each partition's clocks ascending, the heap forwards records in
+        (clock, partition) order and stops right after the last buffered record of the
+        first partition that empties and may still get records (``_holds_back``): what
+        leaves is known before ordering, their order is a stable sort of their clocks laid
+        out partition after partition, and a run is a stretch of one chunk in it."""
         parts = self._parts
         tps = sorted(parts)
         holding = 0  # partitions with records buffered
@@ -346,8 +345,7 @@ class TimeMerge(Generic[T]):
 
     def _caps(self, now: float, force: bool) -> tuple[float, TP | None, float]:
         """The smallest clock a partition read to its end lets the others' records reach
-        (its last clock plus its topic's slack, while it is waited for), that partition,
-        and the second smallest (which bounds that partition's own records)."""
+        (``_cap_of``), that partition, and the second smallest (which bounds its own)."""
         first, first_tp, second = _NO_CAP, None, _NO_CAP
         if force or not self.end_wait > 0:
             return first, first_tp, second
@@ -368,23 +366,25 @@ class TimeMerge(Generic[T]):
         for part in parts:
             if part.at_end and not part.size and part.wait_from is None:
                 part.wait_from = now
+                part.base = self.high
 
     def _cap_of(self, tp: TP, part: _Partition[T], now: float) -> float:
-        """The clock ``part`` lets the others' records reach: its last plus its topic's
-        slack while it is waited for and in step with what was forwarded, else none."""
+        """The clock ``part`` lets the others' records reach while it is waited for (else
+        none): its last plus its topic's slack, or, empty and behind that, the newest
+        clock forwarded when its wait began."""
         if not self.end_wait > 0 or not self._end_waited(part, now):
             return _NO_CAP
         cap = part.last + self.slack.get(tp[0], 0.0)
-        return cap if cap >= self.high else _NO_CAP  # else behind already (or NaN)
+        if not part.size and part.base > cap:
+            cap = part.base  # behind: nothing the others have now leaves ahead of it
+        return cap if cap == cap else _NO_CAP  # NaN orders against nothing: no cap
 
     def _end_waited(self, part: _Partition[T], now: float) -> bool:
         """Whether ``part`` is read to its end and waited for: it holds records, or its
         wait (``end_wait`` seconds from when it first lacked the others' records) is on."""
-        if not part.at_end:
-            return False
-        if part.size:
-            return True
-        return part.wait_from is not None and now - part.wait_from < self.end_wait
+        start = part.wait_from
+        waited = part.size > 0 or (start is not None and now - start < self.end_wait)
+        return part.at_end and waited
 
     def _holds_back(self, tp: TP, part: _Partition[T], now: float, force: bool) -> bool:
         """Whether ``part``, with nothing buffered, holds the others back."""

@@ -279,25 +279,30 @@ def test_a_partition_read_to_its_end_caps_the_others_while_it_is_waited_for() ->
     assert merge.take(now=0.5) == []  # a emptied at 0.1: waited for until 0.6
     assert merge.waiting(0.6) == []
     assert merge.take(now=0.6) == [(b, [0, 1, 2], 2, 3)]
-    # a's next record, 20 behind: a no longer in step holds nothing back.
+    # a's next record, 20 behind, leaves; a is empty again and behind what was forwarded
+    # (111): b's 200 waits for a's next records until a's wait is over.
     merge.push(a, [1], [91.0], now=0.7)
     merge.end(a)
     merge.push(b, [3], [200.0], now=0.7)
     merge.end(b)
-    assert merge.take(now=0.7) == [(a, [1], 0, 1), (b, [3], 0, 1)]
+    assert merge.take(now=0.7) == [(a, [1], 0, 1)]
+    assert merge.waiting(1.1) == [a]
+    assert merge.take(now=1.1) == []
+    assert merge.take(now=1.2) == [(b, [3], 0, 1)]
     # A forced take forwards everything, caps or not.
-    merge.push(a, [2], [200.0], now=0.8)
+    merge.push(a, [2], [200.0], now=1.3)
     merge.end(a)
-    merge.push(b, [4], [250.0], now=0.8)
-    assert merge.take(now=0.8) == [(a, [2], 0, 1)]
-    assert merge.take(now=0.8, force=True) == [(b, [4], 0, 1)]
+    merge.push(b, [4], [250.0], now=1.3)
+    assert merge.take(now=1.3) == [(a, [2], 0, 1)]
+    assert merge.take(now=1.3, force=True) == [(b, [4], 0, 1)]
 
 
 def test_a_partition_quiet_since_assigned_is_waited_for_when_the_others_records_come() -> None:
     """Its wait begins when the others' first records are buffered, not when it was
     found at its end: a stream's first records do not leave before a partition fetched
     a little later is heard from. Never having had a clock, it holds back every clock
-    while nothing has been forwarded, and nothing once something has."""
+    while nothing has been forwarded, and then every clock above what was forwarded
+    when its wait began."""
     merge: TimeMerge[list[int]] = TimeMerge(idle=INF, end_wait=0.5)
     a, b = ("in", 0), ("in", 1)
     merge.assign([a, b], now=0.0)
@@ -309,17 +314,52 @@ def test_a_partition_quiet_since_assigned_is_waited_for_when_the_others_records_
     assert merge.end_wait_left(2.2) == pytest.approx(0.3)
     assert merge.take(now=2.4) == []
     assert merge.take(now=2.5) == [(b, [0], 0, 1)]
-    merge.push(b, [1], [6.0], now=3.0)
-    assert merge.take(now=3.0) == [(b, [1], 0, 1)]  # its wait is over, and it is behind
-    # A record without a clock leaves at once; a, still without one, is behind what
-    # was forwarded (b's 6), so its next wait caps nothing.
+    # Within the wait's length of b's last records, b's next leave at once.
+    merge.push(b, [1], [6.0], now=2.9)
+    assert merge.take(now=2.9) == [(b, [1], 0, 1)]
+    # After a pause as long as the wait, a is waited for again, capping at 6.
+    merge.push(b, [2], [7.0], now=3.4)
+    assert merge.take(now=3.4) == []
+    assert merge.waiting(3.5) == [a]
+    assert merge.take(now=3.9) == [(b, [2], 0, 1)]
+    # A record without a clock leaves at once; a, still without one, then holds b's
+    # next records back for its wait.
     merge.push(a, [0], [None], now=4.0)
     merge.end(a)
-    merge.push(b, [2], [7.0], now=4.0)
-    assert merge.take(now=4.0) == [(a, [0], 0, 1), (b, [2], 0, 1)]
-    merge.push(b, [3], [8.0], now=4.1)
-    assert merge.waiting(4.1) == []
-    assert merge.take(now=4.1) == [(b, [3], 0, 1)]
+    merge.push(b, [3], [8.0], now=4.0)
+    assert merge.take(now=4.0) == [(a, [0], 0, 1)]
+    assert merge.take(now=4.5) == [(b, [3], 0, 1)]
+
+
+def test_a_stream_that_pauses_is_waited_for_again_when_it_resumes() -> None:
+    """Partitions read to their end whose waits ran out before a pause are waited for
+    again when the others' records come after it, even with no slack and behind what
+    was forwarded: a replay paused after its first events lost records of a partition
+    fetched a few milliseconds after the others at the resumption."""
+    merge: TimeMerge[list[int]] = TimeMerge(idle=INF, end_wait=0.2)
+    a, b = ("in", 0), ("in", 1)
+    merge.assign([a, b], now=0.0)
+    merge.push(a, [0], [10.0], now=0.0)
+    merge.end(a)
+    merge.push(b, [0], [12.0], now=0.0)
+    merge.end(b)
+    assert merge.take(now=0.0) == [(a, [0], 0, 1)]  # b's 12 waits for a (no slack)
+    assert merge.take(now=0.2) == [(b, [0], 0, 1)]  # a's wait is over
+    # A second's pause, and b's next records come first: a, behind (10 < 12), is waited
+    # for again, so nothing above 12 leaves before it is heard from.
+    merge.push(b, [1, 2], [12.0, 13.0], now=1.2)
+    merge.end(b)
+    assert merge.take(now=1.2) == [(b, [1, 2], 0, 1)]
+    merge.push(a, [1], [12.5], now=1.25)
+    merge.end(a)
+    assert merge.take(now=1.25) == [(a, [1], 0, 1)]
+    # Records coming while others are still held do not begin a's wait again: its wait
+    # from 1.25 runs out at 1.45.
+    merge.push(b, [3], [14.0], now=1.3)
+    merge.end(b)
+    assert merge.take(now=1.3) == []
+    assert merge.take(now=1.4) == []
+    assert merge.take(now=1.5) == [(b, [1, 2], 1, 2), (b, [3], 0, 1)]
 
 
 class _Rescanning(TimeMerge[list[Record]]):
@@ -328,7 +368,8 @@ class _Rescanning(TimeMerge[list[Record]]):
     choices: the same runs, ties included). A partition read to its end and waited for
     (``end_wait``, from the first take that finds it empty and others' records
     buffered) caps the clocks of the others' records at its last plus its slack, from
-    the take's start, unless that is below the newest clock forwarded."""
+    the take's start; empty, at the newest clock forwarded when its wait began if that
+    is more."""
 
     def take(self, now: float, *, force: bool = False) -> list[Run[list[Record]]]:
         runs = self._rescan(now, force)
@@ -342,6 +383,7 @@ class _Rescanning(TimeMerge[list[Record]]):
             for part in parts:
                 if part.at_end and not part.size and part.wait_from is None:
                     part.wait_from = now
+                    part.base = self.high
 
     def _rescan(self, now: float, force: bool) -> list[Run[list[Record]]]:
         runs: list[Run[list[Record]]] = []
@@ -355,7 +397,9 @@ class _Rescanning(TimeMerge[list[Record]]):
             if force or not part.at_end or not waited or not self.end_wait:
                 continue
             cap = part.last + self.slack.get(tp[0], 0.0)
-            if cap >= self.high:
+            if not part.size:
+                cap = max(cap, part.base)
+            if cap == cap:
                 caps[tp] = cap
         while True:
             heads: list[tuple[float, TP]] = []
