@@ -24,8 +24,10 @@ began if that is later. So a partition fetched a little after the others loses n
 its records to the horizon however fast the stream's clock runs (a replay at 20k
 events/s passes a minute of clock in 60 ms), even with no slack (a PARTITION BY key
 spread over partitions). Once everything has left and nothing came for ``end_wait``,
-the waits begin again with the next records: a replay that paused after its first
-events lost up to 38 records of a partition fetched a few ms after the others.
+the waits of the partitions heard from within ``idle`` seconds begin again with the
+next records (a replay that paused after its first events lost up to 38 records of a
+partition fetched a few ms after the others); one quiet for longer is not waited for
+again, or a partition nobody writes to would hold back each record of a sparse stream.
 
 A record without a clock goes with the record before it in its partition (first: at
 once). A partition's records leave in offset order: the committed offset is the one after
@@ -113,13 +115,11 @@ class TimeMerge(Generic[T]):
         part = self._parts.get(tp)
         return 0 if part is None else part.size
 
-    def holding(self) -> bool:
-        """Whether records are buffered."""
+    def holding(self) -> bool:  # whether records are buffered
         return any(part.size for part in self._parts.values())
 
     def end_wait_left(self, now: float) -> float:
-        """Seconds until the first wait for an empty partition read to its end ends
-        (what it holds back may leave then); infinity when none is waited for."""
+        """Seconds until the first wait on for an empty partition ends (or infinity)."""
         left = _NO_CAP
         for part in self._parts.values():
             start = part.wait_from
@@ -159,8 +159,8 @@ class TimeMerge(Generic[T]):
         if not times:
             return
         if self.end_wait > 0 and now - self._busy >= self.end_wait and not self.holding():
-            for other in self._parts.values():  # lacking nothing now: waited for again
-                if other.at_end and not other.size:
+            for other in self._parts.values():  # lacking nothing: waited for again if live
+                if other.at_end and not other.size and self._busy - other.empty_since < self.idle:
                     other.wait_from = None
         self._busy = now
         clocks: list[float] = []

@@ -362,6 +362,32 @@ def test_a_stream_that_pauses_is_waited_for_again_when_it_resumes() -> None:
     assert merge.take(now=1.5) == [(b, [1, 2], 1, 2), (b, [3], 0, 1)]
 
 
+def test_a_partition_quiet_for_long_is_not_waited_for_again_after_a_pause() -> None:
+    """Only the partitions heard from within ``idle`` seconds of a pause are waited for
+    again after it: one nobody writes to holds back a sparse stream's records once."""
+    merge: TimeMerge[list[int]] = TimeMerge(idle=2.0, end_wait=0.2)
+    a, b = ("in", 0), ("in", 1)
+    merge.assign([a, b], now=0.0)
+    merge.end(a)
+    merge.push(b, [0], [10.0], now=5.0)
+    merge.end(b)
+    assert merge.take(now=5.0) == []  # a's wait begins: it never had a clock
+    assert merge.take(now=5.3) == [(b, [0], 0, 1)]
+    # A pause, then b's next record: a, quiet since it was assigned, holds nothing back.
+    merge.push(b, [1], [11.0], now=6.0)
+    merge.end(b)
+    assert merge.take(now=6.0) == [(b, [1], 0, 1)]
+    # Once heard from, a is waited for again after the next pause.
+    merge.push(a, [0], [11.5], now=6.5)
+    merge.end(a)
+    assert merge.take(now=6.5) == []  # b, heard from at 6.0, is waited for
+    assert merge.take(now=6.8) == [(a, [0], 0, 1)]
+    merge.push(b, [2], [12.0], now=7.8)
+    merge.end(b)
+    assert merge.take(now=7.8) == []
+    assert merge.take(now=8.1) == [(b, [2], 0, 1)]
+
+
 class _Rescanning(TimeMerge[list[Record]]):
     """The merge as first written: every head rescanned and sorted per run, records
     leaving in (clock, partition) order (the reference for the heap's and the sort's
