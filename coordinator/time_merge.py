@@ -119,7 +119,7 @@ class TimeMerge(Generic[T]):
         return any(part.size for part in self._parts.values())
 
     def end_wait_left(self, now: float) -> float:
-        """Seconds until the first wait on for an empty partition ends (or infinity)."""
+        """Seconds until the soonest running wait for an empty partition ends (or inf)."""
         left = _NO_CAP
         for part in self._parts.values():
             start = part.wait_from
