@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import datasets, queries
-from benchmarks.measure import Spec, run_in_subprocess
+from benchmarks.measure import Spec, environment, run_in_subprocess
 
 ONE_PROCESS = "CERFLEET_DECODE_PROCESS"  # =0: decode in the evaluating process
 
@@ -57,14 +57,6 @@ def write_files(folder: Path, n: int, *, csv_too: bool = True) -> tuple[Path, Pa
                     header = True
                 writer.writerows(zip(*(col.tolist() for col in batch.values()), strict=True))
     return jsonl, csv_path
-
-
-def environment(**extra: str) -> dict[str, str]:
-    """The commands' environment: bytecode cached as an installed package has it (in a
-    folder of its own, so nothing is written beside the sources), plus ``extra``."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.setdefault("PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "cerfleet-pyc"))
-    return {**env, **extra}
 
 
 # Runs a command in a fork of this small interpreter and reports its wall seconds and

@@ -30,6 +30,7 @@ from confluent_kafka import (
 from benchmarks.fleet_brokers import BROKER, BROKERS
 from benchmarks.fleet_sampling import BenchmarkError, metric_samples, sum_samples
 from benchmarks.fleet_workload import KEYED_PARTITIONS, TIME_FIELD
+from benchmarks.measure import environment
 from cerfleet.fleet.keyed import GroupId
 from cerfleet.fleet.registry import QuerySpec, write
 from cerfleet.fleet.settings import WorkerSettings
@@ -179,7 +180,7 @@ class FleetRun:
         self.worker_group = f"{prefix}-workers"
         self.input_partitions = partitions
         self.env = {
-            **os.environ,
+            **environment(),
             "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
             "CERFLEET_BOOTSTRAP_SERVERS": self.broker.bootstrap_servers,
             "CERFLEET_REGISTRY_TOPIC": self.registry_topic,

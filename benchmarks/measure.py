@@ -25,6 +25,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -57,6 +58,17 @@ class Result:
     @property
     def rate(self) -> float:
         return self.events / self.seconds if self.seconds > 0 else float("inf")
+
+
+def environment(**extra: str) -> dict[str, str]:
+    """The environment of the commands a benchmark runs: bytecode cached as an installed
+    package has it (in a folder of its own, so nothing is written beside the sources),
+    even where ``PYTHONDONTWRITEBYTECODE`` is set, plus ``extra``. Without it every
+    process compiles the package again (``cerfleet run`` on the bundled example: 0.34 to
+    0.48 s, 0.22 s with the bytecode cached)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.setdefault("PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "cerfleet-pyc"))
+    return {**env, **extra}
 
 
 def peak_mib() -> float:

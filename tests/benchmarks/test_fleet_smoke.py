@@ -17,6 +17,7 @@ from benchmarks import (
     fleet_sampling,
     fleet_throughput,
     fleet_workload,
+    measure,
 )
 from benchmarks.datasets import stock, to_dicts
 from cerfleet.fleet.local_broker import LocalBroker
@@ -86,6 +87,20 @@ def test_throughput_runs_leave_the_fleets_fetch_waits_to_the_services(tmp_path: 
         consumer = orjson.loads(f.env["CERFLEET_CONSUMER"])
     assert "fetch.wait.max.ms" not in consumer
     assert consumer == fleet_processes.FLEET_CONSUMER
+
+
+def test_fleet_processes_start_from_cached_bytecode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Where the environment forbids writing bytecode, each coordinator and worker compiled
+    # the package again at start (a worker's start: 1.7-1.9 s, 1.2 s with it cached).
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
+    with fleet_processes.FleetRun(fleet_workload.GLOBAL, tmp_path, partitions=1) as f:
+        env = dict(f.env)
+    assert "PYTHONDONTWRITEBYTECODE" not in env
+    assert env["PYTHONPYCACHEPREFIX"] == measure.environment()["PYTHONPYCACHEPREFIX"]
+    assert Path(env["PYTHONPYCACHEPREFIX"]).is_absolute()
 
 
 def test_balanced_desks_share_the_keyed_partitions_as_the_coordinator_routes() -> None:
