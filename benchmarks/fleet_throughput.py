@@ -153,13 +153,7 @@ def run_throughput(
             check=f.check_alive,
             fine=lambda v: min(v[0::2]) == 0 or sum(v[0::2]) >= 0.9 * keyed,
         )
-        start, end = active_window(work)
-        worker_rates = []
-        for i in range(workers):
-            own = [(t, v[2 * i : 2 * i + 2]) for t, v in work]
-            if own[-1][1][0] > 0:
-                a, b = active_window(own)
-                worker_rates.append((own[-1][1][0] - counted_at_start(own)[0]) / (b - a))
+        start, end, processed_at_start, worker_rates = worker_window(work, workers)
         published = int(sum(work[-1][1][1::2]))
         deadline = time.monotonic() + 30
         while (outputs := f.count(f.output_topic, keyed_partitions)) < published:
@@ -181,8 +175,28 @@ def run_throughput(
         route_cpu_seconds=route_cpu.between(route_start, route_end),
         worker_cpu_seconds=work_cpu.between(start, end),
         routed_at_start=counted_at_start(route)[0],
-        processed_at_start=sum(counted_at_start(work)[0::2]),
+        processed_at_start=processed_at_start,
     )
+
+
+def worker_window(
+    work: Sequence[tuple[float, tuple[float, ...]]], workers: int
+) -> tuple[float, float, float, list[float]]:
+    """From the workers' samples (each worker's records and complex events counted, in
+    turn): first to last record processed, the records counted at its start, and each
+    worker's rate. The records' counters alone draw the window: the complex events'
+    counter moves just after them (a batch is counted, then its outputs), and a window
+    drawn on both counted a small run's one batch before the window and gave it a rate
+    of 0."""
+    records = [(t, v[0::2]) for t, v in work]
+    start, end = active_window(records)
+    rates = []
+    for i in range(workers):
+        own = [(t, v[i : i + 1]) for t, v in records]
+        if own[-1][1][0] > 0:
+            a, b = active_window(own)
+            rates.append((own[-1][1][0] - counted_at_start(own)[0]) / (b - a))
+    return start, end, sum(counted_at_start(records)), rates
 
 
 class CpuTrace:

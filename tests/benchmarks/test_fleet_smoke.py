@@ -169,6 +169,23 @@ def test_input_partitions_respect_the_retention_budget() -> None:
     assert fleet_workload.input_partitions(fleet_workload.PARTITIONED, 200_000) == 4
 
 
+def test_the_workers_window_is_drawn_on_their_records_alone() -> None:
+    # One batch of all 3,000 records, its outputs counted a sample later: the window is
+    # the interval that holds the batch, not an empty one after it (rate 0 before).
+    work = [(0.0, (0.0, 0.0)), (1.0, (3000.0, 0.0)), (2.0, (3000.0, 5.0)), (3.0, (3000.0, 5.0))]
+    assert fleet_throughput.worker_window(work, 1) == (0.0, 1.0, 0.0, [3000.0])
+    # Several batches: the first is left out of the rate, as ``counted_at_start`` says.
+    work = [
+        (0.0, (0.0, 0.0, 0.0, 0.0)),
+        (1.0, (100.0, 1.0, 50.0, 0.0)),
+        (2.0, (300.0, 2.0, 150.0, 1.0)),
+        (3.0, (300.0, 4.0, 150.0, 2.0)),
+    ]
+    start, end, at_start, rates = fleet_throughput.worker_window(work, 2)
+    assert (start, end, at_start) == (0.5, 1.5, 150.0)
+    assert rates == [200.0, 100.0]
+
+
 def test_active_window_and_last_change() -> None:
     samples = [(0.0, (0.0,)), (1.0, (0.0,)), (2.0, (5.0,)), (3.0, (9.0,)), (4.0, (9.0,))]
     assert fleet_sampling.active_window(samples) == (1.5, 2.5)
