@@ -21,9 +21,9 @@ def _stat(pid: int | str) -> list[str] | None:
         return None
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """CPU seconds of process ``pid``'s own threads (user and system); None when it is
-    gone or there is no ``/proc``."""
+def cpu_seconds(pid: int | str) -> float | None:
+    """CPU seconds of process ``pid``'s own threads (user and system), or of one thread
+    given as ``"PID/task/TID"``; None when it is gone or there is no ``/proc``."""
     fields = _stat(pid)
     if fields is None:
         return None
@@ -34,8 +34,7 @@ def threads_cpu(pid: int, name: str) -> float | None:
     """CPU seconds of the threads of process ``pid`` named ``name`` (their ``comm``:
     librdkafka names its threads, ``rdk:mock`` the mock cluster's); None when none is
     found or there is no ``/proc``."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total, found = 0, False
+    total, found = 0.0, False
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
@@ -47,12 +46,11 @@ def threads_cpu(pid: int, name: str) -> float | None:
                     continue
         except OSError:  # the thread ended meanwhile
             continue
-        fields = _stat(f"{pid}/task/{tid}")
-        if fields is None:
-            continue
-        total += int(fields[11]) + int(fields[12])
-        found = True
-    return total / tick if found else None
+        seconds = cpu_seconds(f"{pid}/task/{tid}")
+        if seconds is not None:
+            total += seconds
+            found = True
+    return total if found else None
 
 
 def tree_cpu(root: int) -> float:
