@@ -24,7 +24,7 @@ import msgspec
 from cerfleet.evaluation.horizon import DEFAULT_LATENESS
 from cerfleet.events.timestamps import parse_timestamp
 from cerfleet.fleet.groups import Group
-from cerfleet.fleet.keyed import key_of_values, one_string_key
+from cerfleet.fleet.keyed import key_of_values, one_string_key, scalar_key
 from cerfleet.fleet.records import RecordLimits, Rejected, decode_event, near_limits
 from cerfleet.pattern import Window, WindowKind
 
@@ -231,16 +231,18 @@ class KeyExtractor:
         events: list[Any], type_fields: list[tuple[str, str]], attrs: list[tuple[str, str]]
     ) -> list[Routing]:
         """One group's routing of ``events``: all at once when every event is a struct
-        with string types and (for one PARTITION BY attribute) a string key."""
+        with string types and PARTITION BY values that are strings or ints."""
         if None not in events and dict not in set(map(type, events)):
             kinds = set().union(*(map(type, map(attrgetter(f), events)) for _, f in type_fields))
             if kinds == {str}:
                 if not attrs:
                     return [b"[]"] * len(events)
-                if len(attrs) == 1:
-                    values = list(map(attrgetter(attrs[0][1]), events))
-                    if set(map(type, values)) == {str}:
-                        return list(map(one_string_key, values))
+                columns = [list(map(attrgetter(f), events)) for _, f in attrs]
+                found = set().union(*(map(type, c) for c in columns))
+                if len(columns) == 1 and found == {str}:
+                    return list(map(one_string_key, columns[0]))
+                if found <= {str, int}:
+                    return list(map(scalar_key, zip(*columns, strict=True)))
         routed: list[Routing] = []
         for event in events:
             if event is None:

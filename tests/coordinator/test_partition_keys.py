@@ -130,6 +130,46 @@ def test_a_batch_routes_as_each_record_alone(batch: list[bytes | None]) -> None:
         assert routed == want_keys[g]
 
 
+# Events every group can route: string types, and keys mostly of strings and ints, which
+# the extractor keys a whole batch at once; a bool, float or null among them sends the
+# batch the record-by-record way.
+fast_keys = st.one_of(
+    st.text(max_size=3),
+    st.integers(-(2**63), 2**63 - 1),
+    st.sampled_from([0, 1, -1, 2**63 - 1, "1", "0"]),
+)
+key_values = st.one_of(fast_keys, st.sampled_from([None, True, False, 1.0, 2.5]))
+types = {"type": st.sampled_from(["A", "B"]), "kind": st.just("k")}
+routable = st.one_of(
+    st.fixed_dictionaries({**types, "name": fast_keys, "a": fast_keys, "b c": fast_keys}),
+    st.fixed_dictionaries(types, optional={"name": key_values, "a": key_values, "b c": key_values}),
+)
+
+
+@settings(max_examples=500, deadline=None, database=None)
+@given(st.lists(routable, max_size=12))
+def test_a_batch_of_events_is_keyed_as_each_event_alone(batch: list[dict[str, Any]]) -> None:
+    values: list[bytes | None] = [orjson.dumps(e) for e in batch]
+    extractor = KeyExtractor([_group(i) for i in range(len(GROUPS))], LIMITS)
+    got = extractor.extract(values)
+    want_rejected, want_keys = oracle(values)
+    assert not got.rejected and not want_rejected
+    assert got.keys == want_keys
+
+
+def test_int_and_mixed_keys_of_a_batch_are_those_of_each_event() -> None:
+    batch = [
+        {"type": "A", "kind": "k", "name": 7, "a": "x", "b c": 3},
+        {"type": "A", "kind": "k", "name": "7", "a": 1, "b c": "y"},
+        {"type": "B", "kind": "k", "name": -(2**63), "a": 0, "b c": 0},
+    ]
+    got = KeyExtractor([_group(i) for i in range(len(GROUPS))], LIMITS).extract(
+        [orjson.dumps(e) for e in batch]
+    )
+    assert got.keys[0] == [b"[7]", b'["7"]', b"[-9223372036854775808]"]
+    assert got.keys[1] == [b'["x",3]', b'[1,"y"]', b"[0,0]"]
+
+
 @settings(max_examples=300, deadline=None, database=None)
 @given(st.lists(raw_values, max_size=12), st.sampled_from(["TIME", "ATTRIBUTE"]))
 def test_a_batch_reads_each_record_clock_as_the_window_does(
