@@ -1,7 +1,7 @@
 """CPU cost per event of the fleet's own work, without Kafka: the inputs of the scale model.
 
-Run ``python -m benchmarks.fleet_cpu [--events N] [--runs K] [--batch B] [--label L]
-[--out DIR]``.
+Run ``python -m benchmarks.fleet_cpu [--events N] [--runs K] [--batch B]
+[--query both|partitioned|global|balanced] [--label L] [--out DIR]``.
 
 The fleet benchmark (``benchmarks.fleet``) measures wall-clock rates on a shared
 machine, where a busy neighbour halves them. This one measures CPU seconds
@@ -20,8 +20,10 @@ process, on the fleet benchmark's events and queries:
 The Kafka client's own cost (fetching, producing, compression, delivery reports) is
 not in it: the fleet benchmark has it. Medians of ``--runs``; the complex events are
 counted and compared with the embedded engine's. ``--label`` names the row (run it on
-two checkouts to compare them); results are appended to ``DIR/fleet-cpu.json`` and the
-table rewritten in ``DIR/fleet-cpu.md``.
+two checkouts to compare them); results are appended to ``DIR/fleet-cpu.json`` (a run
+replaces its label's rows of the queries it measured) and the table rewritten in
+``DIR/fleet-cpu.md``. ``--query balanced`` measures the key-balanced query, whose
+PARTITION BY value (the desk) is an int.
 """
 
 from __future__ import annotations
@@ -40,7 +42,14 @@ from typing import Any
 import orjson
 
 from benchmarks.datasets import stock, to_dicts
-from benchmarks.fleet_workload import QUERIES, TIME_FIELD, embedded_count
+from benchmarks.fleet_workload import (
+    CHOICES,
+    KEYED_PARTITIONS,
+    QUERIES,
+    TIME_FIELD,
+    embedded_count,
+    events_for,
+)
 from cerfleet.fleet.groups import groups_of
 from cerfleet.fleet.records import DEFAULT_LIMITS, Rejected, decode_event
 from cerfleet.fleet.registry import QuerySpec, RegistryHistory
@@ -133,15 +142,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--batch", type=int, default=BATCH, help="records per batch")
+    parser.add_argument(
+        "--query",
+        choices=["both", *CHOICES],
+        default="both",
+        help="both: the partitioned and global queries; balanced: keys spread over the "
+        "input partitions (an int PARTITION BY value, the desk)",
+    )
     parser.add_argument("--label", default="this checkout")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = parser.parse_args(argv)
-    events = to_dicts(stock(args.events))
-    # Values of their own size, as a consumer hands them: orjson.dumps returns its 4 KiB
-    # write buffer, which cost the worker 15% more CPU over 100,000 events.
-    lines = [dumps_kept(e) for e in events]
+    stream = to_dicts(stock(args.events))
     rows = []
-    for name, query in QUERIES.items():
+    chosen = QUERIES if args.query == "both" else {args.query: CHOICES[args.query]}
+    for name, query in chosen.items():
+        events = events_for(query, stream, KEYED_PARTITIONS)
+        # Values of their own size, as a consumer hands them: orjson.dumps returns its
+        # 4 KiB write buffer, which cost the worker 15% more CPU over 100,000 events.
+        lines = [dumps_kept(e) for e in events]
         catalog, group = catalog_of(query)
         expected = embedded_count(query, events)
         work = [worker_seconds(catalog, group, lines, args.batch) for _ in range(args.runs)]
@@ -180,7 +198,9 @@ def main(argv: list[str] | None = None) -> int:
         )
     store = args.out / "fleet-cpu.json"
     previous = orjson.loads(store.read_bytes()) if store.exists() else []
-    kept = [r for r in previous if r["label"] != args.label]
+    # A run replaces its own label's rows of the queries it measured, no others.
+    measured = {(r["label"], r["query"]) for r in rows}
+    kept = [r for r in previous if (r["label"], r["query"]) not in measured]
     all_rows = kept + rows
     args.out.mkdir(parents=True, exist_ok=True)
     store.write_bytes(orjson.dumps(all_rows, option=orjson.OPT_INDENT_2) + b"\n")

@@ -32,3 +32,14 @@ def test_a_tiny_run_counts_the_embedded_answer_and_keeps_other_labels(tmp_path: 
     assert {r["label"]: r["batch"] for r in rows} == {"one": 10_000, "two": 7}
     table = (tmp_path / "fleet-cpu.md").read_text()
     assert "| two | global | 3,000 | 7 |" in table and "| output record µs |" in table
+
+
+def test_the_balanced_query_is_measured_beside_the_others_of_its_label(tmp_path: Path) -> None:
+    args = ["--events", "3000", "--runs", "1", "--out", str(tmp_path), "--label", "one"]
+    assert fleet_cpu.main(args) == 0
+    assert fleet_cpu.main([*args, "--query", "balanced"]) == 0
+    rows = orjson.loads((tmp_path / "fleet-cpu.json").read_bytes())
+    assert sorted(r["query"] for r in rows) == ["balanced", "global", "partitioned"]
+    (balanced,) = [r for r in rows if r["query"] == "balanced"]
+    assert balanced["equal"] and balanced["embedded_complex_events"] > 0
+    assert balanced["coordinator_cpu_us_per_event"] > 0
