@@ -41,7 +41,7 @@ from typing import Any
 import orjson
 from confluent_kafka import Message
 
-from cerfleet.kept_json import dumps_kept
+from cerfleet.kept_json import dumps_kept, kept
 
 SRC_HEADER = "cerfleet-src"
 REGISTRY_HEADER = "cerfleet-registry"
@@ -107,8 +107,10 @@ def key_of_values(values: Sequence[Any]) -> bytes | None:
 def scalar_key(values: tuple[str | int, ...]) -> bytes | None:
     """``key_of_values`` of strings and ints (never bools, which hash as ints), cached:
     keys such as a desk number or a (user, region) pair repeat from record to record,
-    and building each one cost the coordinator a third of its routing."""
-    return key_of_values(values)
+    and building each one cost the coordinator a third of its routing. Each cached key
+    is a copy of its own size (``kept_json``)."""
+    key = key_of_values(values)
+    return None if key is None else kept(key)
 
 
 @lru_cache(maxsize=65536)

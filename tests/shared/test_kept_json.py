@@ -8,7 +8,7 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cerfleet.fleet.keyed import one_string_key
+from cerfleet.fleet.keyed import one_string_key, scalar_key
 from cerfleet.kept_json import dumps_kept
 
 JSON = st.recursive(
@@ -47,3 +47,11 @@ def test_the_coordinators_key_cache_holds_small_keys() -> None:
     one_string_key.cache_clear()
     assert _bytes_held(one_string_key) < 400  # the cache's own entry included
     assert one_string_key("user-1") == b'["user-1"]'
+
+
+def test_the_coordinators_cache_of_int_and_several_values_holds_small_keys() -> None:
+    scalar_key.cache_clear()
+    assert _bytes_held(lambda s: scalar_key((int(s[5:]) + 10**12,))) < 400
+    scalar_key.cache_clear()
+    assert _bytes_held(lambda s: scalar_key((s, 7))) < 400
+    assert scalar_key(("user-1", 7)) == b'["user-1",7]'
