@@ -22,8 +22,8 @@ from cerfleet.fleet.keyed import REGISTRY_HEADER, SRC_HEADER, unframe
 
 __all__ = ["KeyedBatch", "Source", "split_by_partition"]
 
-# An input record's [topic, partition, offset], as the coordinator tagged its copy (the
-# list its header decodes to: no tuple is made per record).
+# An input record's (topic, partition, offset), as the coordinator tagged its copy: the
+# tuple a framed value's head decodes to, or the list a header does.
 Source = Sequence[Any]
 
 
@@ -50,11 +50,13 @@ class KeyedBatch:
     @classmethod
     def of_messages(cls, msgs: Sequence[Message]) -> KeyedBatch:
         """The batch of ``msgs`` (data records of one partition, in offset order)."""
-        offsets = cast("list[int]", [m.offset() for m in msgs])  # data records have offsets
-        values: list[bytes | None] = [m.value() for m in msgs]
+        # ``map`` over the unbound methods: each list filled in C (25-40 ns a record,
+        # against 50-60 for a comprehension's call).
+        offsets = cast("list[int]", list(map(Message.offset, msgs)))  # records have offsets
+        values: list[bytes | None] = list(map(Message.value, msgs))
         # Records are framed (``cerfleet.fleet.keyed``): no headers. Asking costs little
         # when there are none; a record with headers is read from them.
-        headers = [m.headers() for m in msgs]
+        headers = list(map(Message.headers, msgs))
         if not any(headers) and None not in values:
             read = unframe(cast("list[bytes]", values))
             if read is not None:

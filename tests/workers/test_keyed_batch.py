@@ -60,7 +60,7 @@ def test_a_framed_batch_is_read_without_headers() -> None:
     msgs = [_msg(i, frame(5, "in", 1, 100 + i, b'{"n":%d}' % i)) for i in range(3)]
     batch = KeyedBatch.of_messages(msgs)
     assert batch.values == [b'{"n":0}', b'{"n":1}', b'{"n":2}']
-    assert batch.sources == [["in", 1, 100], ["in", 1, 101], ["in", 1, 102]]
+    assert batch.sources == [("in", 1, 100), ("in", 1, 101), ("in", 1, 102)]
     assert batch.registries == [5, 5, 5]
 
 
@@ -69,7 +69,7 @@ def test_a_record_neither_framed_nor_with_headers_has_no_source() -> None:
     msgs = [_msg(0, frame(5, "in", 1, 100, b"{}")), _msg(1, b'{"type":"A"}')]
     batch = KeyedBatch.of_messages(msgs)
     assert batch.values == [b"{}", b'{"type":"A"}']
-    assert batch.sources == [["in", 1, 100], None]
+    assert batch.sources == [("in", 1, 100), None]
     assert batch.registries == [5, 0]
 
 

@@ -187,11 +187,55 @@ def test_unframe_gives_back_each_value_source_and_registry(
     framed = [frame(*r) for r in records]
     assert unframe(framed) == (
         [r[4] for r in records],
-        [[r[1], r[2], r[3]] for r in records],
+        [(r[1], r[2], r[3]) for r in records],
         [r[0] for r in records],
     )
     for value, (registry, topic, partition, offset, original) in zip(framed, records, strict=True):
-        assert unframe([value]) == ([original], [[topic, partition, offset]], [registry])
+        assert unframe([value]) == ([original], [(topic, partition, offset)], [registry])
+
+
+# Heads near the frame's shape: each must be read alone exactly as within any batch,
+# or a replay that batches records otherwise would read them otherwise.
+crafted_heads = st.sampled_from(
+    [
+        b'[1,["t",0,0]]',
+        b'[1,["t",0]]',
+        b'[[1,"t",0,0]]',
+        b'[1,"t",[0,0]]',
+        b'[1,["t",0,0],',
+        b'[1,["t,u",0,0]]',
+        b'[1,["t]",0,0]]',
+        b'[1,["t",0,1.5]]',
+        b'[1,["t",true,0]]',
+        b'[18446744073709551616,["t",0,0]]',
+        b'[-1,["\\u00e9",0,0]]',
+        b'[1,["t",0,0]],',
+        b"]]",
+        b"[",
+        b"",
+    ]
+)
+
+
+@settings(max_examples=500, deadline=None, database=None)
+@given(
+    st.lists(
+        st.tuples(crafted_heads, st.sampled_from([b"{}", b'{"a":1}', b"]", b"", b'"x"'])),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_a_batch_is_unframed_as_each_value_alone(parts: list[tuple[bytes, bytes]]) -> None:
+    values = [head + rest for head, rest in parts]
+    alone = [unframe([v]) for v in values]
+    together = unframe(values)
+    if any(a is None for a in alone):
+        assert together is None
+    else:
+        assert together == tuple(
+            [x for a in alone for x in a[k]]  # type: ignore[index]
+            for k in range(3)
+        )
 
 
 @pytest.mark.parametrize(
