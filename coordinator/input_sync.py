@@ -72,20 +72,24 @@ class SyncedInput(Generic[T]):
         merge.revoke([tp for tp in merge.partitions() if tp not in wanted])
         merge.assign(sorted(wanted), time.monotonic())
 
-    def throttle(self, consumer: Consumer) -> None:
+    def throttle(self, consumer: Consumer) -> int:
         """Pause a partition buffering too much (the merge waits for another), resume it
         once half is forwarded: librdkafka then fetches from the position after the
-        records buffered, so pausing loses nothing."""
+        records buffered, so pausing loses nothing (it drops what it had prefetched of
+        the partition, and fetches it again). Returns the partitions paused now."""
         cap = self.cap
         merge = self.merge
+        paused = 0
         for tp in merge.partitions():
             n = merge.buffered(tp)
             if n >= cap and tp not in self._paused:
                 consumer.pause([TopicPartition(*tp)])
                 self._paused.add(tp)
+                paused += 1
             elif n < cap // 2 and tp in self._paused:
                 consumer.resume([TopicPartition(*tp)])
                 self._paused.discard(tp)
+        return paused
 
     def revoke(self, consumer: Consumer, revoked: list[tuple[str, int]]) -> None:
         """Forget what is buffered of ``revoked``: never forwarded nor committed, it is

@@ -37,6 +37,13 @@ class RouterMetrics:
             "Input records fetched and held by the time merge",
             registry=registry,
         )
+        # Each pause drops what the client had prefetched of the partition: a count that
+        # climbs says ``merge_buffer`` is small for how far the partitions drift apart.
+        self.merge_pauses = Counter(
+            "cerfleet_coordinator_merge_pauses",
+            "Input partitions paused for buffering merge_buffer records",
+            registry=registry,
+        )
         self.merge_waiting = Gauge(
             "cerfleet_coordinator_merge_waiting",
             "Empty input partitions the time merge waits for",

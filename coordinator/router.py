@@ -89,7 +89,7 @@ class Router:
         self._extractors: dict[str, Extractor] = {}  # per input topic, for its groups
         self._input: SyncedInput[Fetched] = SyncedInput(
             settings.merge_idle,
-            2 * settings.batch_size,
+            max(settings.merge_buffer, 2 * settings.batch_size),
             lambda tp: consumer_lag(self._consumer, tp),
             settings.merge_end_wait,
         )
@@ -198,7 +198,8 @@ class Router:
         for tp in ended:
             merge.end(tp)
         self._emit(merge.take(now))
-        self._input.throttle(self._consumer)
+        if paused := self._input.throttle(self._consumer):
+            self.metrics.merge_pauses.inc(paused)
         self._producer.poll(0)
 
     def _hold(self, fetched: Fetched, merge: TimeMerge[Fetched], now: float) -> None:

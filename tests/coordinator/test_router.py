@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from confluent_kafka import Consumer, KafkaError, Producer
 
-from cerfleet.coordinator.router import keyed_producer_config
+from cerfleet.coordinator.router import Router, keyed_producer_config
 from cerfleet.fleet.settings import CoordinatorSettings
 from tests.kafka_broker import KafkaBroker
 
@@ -54,3 +54,12 @@ def test_a_failed_copy_is_reported() -> None:
     assert left == 0
     assert len(reports) == 5 and all(err is not None for err in reports)
     assert {err.code() for err in reports} == {KafkaError._MSG_TIMED_OUT}
+
+
+def test_the_merge_pauses_a_partition_at_its_buffer_never_below_two_batches() -> None:
+    # Pausing drops the client's prefetch: the buffer, not the batch, decides, but a
+    # drain must fit twice over or every batch would pause its partition.
+    assert Router(CoordinatorSettings())._input.cap == 100_000
+    assert Router(CoordinatorSettings(merge_buffer=30_000))._input.cap == 30_000
+    assert Router(CoordinatorSettings(merge_buffer=50, batch_size=20))._input.cap == 50
+    assert Router(CoordinatorSettings(merge_buffer=50, batch_size=100))._input.cap == 200

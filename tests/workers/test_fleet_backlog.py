@@ -92,6 +92,19 @@ def test_without_an_idle_wait_the_lag_alone_keeps_the_backlog_in_time_order(
     check_answer(reader, index, events, 1000)
 
 
+def test_partitions_paused_for_a_full_buffer_lose_and_repeat_nothing(fleet: Fleet) -> None:
+    """``CERFLEET_MERGE_BUFFER`` records of one input partition buffered: it is paused
+    (its prefetched records dropped by the client) and resumed once half have gone, and
+    the answer is the time-ordered one all the same."""
+    events = _events()
+    reader, index = _submit(fleet, events)
+    fleet.env["CERFLEET_MERGE_BUFFER"] = "50"
+    coordinator = fleet.coordinator("--batch-size", "20")
+    fleet.worker()
+    check_answer(reader, index, events, 1000)
+    assert coordinator.metric("cerfleet_coordinator_merge_pauses_total") > 0
+
+
 def test_a_coordinator_killed_while_buffering_loses_and_repeats_nothing(fleet: Fleet) -> None:
     """SIGKILL while records are buffered, unforwarded and uncommitted: its successor reads
     them again from the last commit (workers drop the copies they already have)."""
