@@ -50,8 +50,8 @@ class KeyedBatch:
     @classmethod
     def of_messages(cls, msgs: Sequence[Message]) -> KeyedBatch:
         """The batch of ``msgs`` (data records of one partition, in offset order)."""
-        # ``map`` over the unbound methods: each list filled in C (25-40 ns a record,
-        # against 50-60 for a comprehension's call).
+        # ``map`` over the unbound methods: each list filled in C (16-20 ns a record
+        # against 21-24 for a comprehension's call, 1,250 records).
         offsets = cast("list[int]", list(map(Message.offset, msgs)))  # records have offsets
         values: list[bytes | None] = list(map(Message.value, msgs))
         # Records are framed (``cerfleet.fleet.keyed``): no headers. Asking costs little
