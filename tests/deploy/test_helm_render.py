@@ -25,7 +25,7 @@ import yaml
 
 from cerfleet.bounds import DEFAULT_MAX_OUTPUTS_PER_EVENT
 from cerfleet.fleet.registry import QuerySpec
-from cerfleet.fleet.settings import FleetSettings
+from cerfleet.fleet.settings import CoordinatorSettings, FleetSettings
 from tests.deploy.artefacts import (
     CHART,
     CI_VALUES,
@@ -292,6 +292,29 @@ def test_settings_reach_the_processes_as_values_say(
     assert settings.transactions == values["worker"]["transactions"]
     assert settings.query_time_budget == values["worker"]["queryTimeBudget"]
     assert settings.output_partitions == values["fleet"]["outputPartitions"]
+
+
+def test_counts_over_a_million_reach_the_processes_as_integers(tmp_path: Path) -> None:
+    # Not the defaults: a value the chart dropped would read as the setting's own default.
+    # From a values file helm reads numbers as floats, which print as 2e+06 unless made
+    # integers.
+    values = tmp_path / "values.yaml"
+    values.write_text(
+        "coordinator:\n  mergeBuffer: 2000000\n  batchSize: 3000000\n"
+        "worker:\n  batchSize: 4000000\n  maxOutputsPerEvent: 5000000\n"
+        "fleet:\n  outputPartitions: 6000000\n",
+        encoding="utf-8",
+    )
+    docs = render(values)
+    (container,) = named(docs, "Deployment", "-coordinator")["spec"]["template"]["spec"][
+        "containers"
+    ]
+    coordinator = load_settings_from_env(CoordinatorSettings, container_env(container))
+    assert (coordinator.merge_buffer, coordinator.batch_size) == (2_000_000, 3_000_000)
+    (container,) = named(docs, "Deployment", "-worker")["spec"]["template"]["spec"]["containers"]
+    worker = load_settings_from_env(SETTINGS_BY_COMMAND["worker"], container_env(container))
+    assert (worker.batch_size, worker.max_outputs_per_event) == (4_000_000, 5_000_000)
+    assert worker.output_partitions == 6_000_000
 
 
 def test_sasl_credentials_come_from_the_existing_secret_never_from_values(
