@@ -43,6 +43,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 from benchmarks.fleet_latency import paced_produce
 from benchmarks.fleet_processes import BATCHED_PRODUCER, FLEET_CONSUMER, PACED_FETCH, ROOT, Child
 from benchmarks.fleet_sampling import BenchmarkError, quantile
+from cerfleet.fleet.batching import drain
 from cerfleet.fleet.keyed import GroupId
 from cerfleet.fleet.local_broker import LocalBroker
 from cerfleet.fleet.registry import QuerySpec, write
@@ -149,7 +150,9 @@ def one_run(mode: str, rate: float, seconds: float, log_dir: Path) -> dict[str, 
         arrivals: list[tuple[float, int]] = []
         idle_since = time.monotonic()
         while len(arrivals) < expected and time.monotonic() - idle_since < 30:
-            for msg in reader.consume(10_000, 0.05):
+            # The first output ends the wait (``drain``): a batch call waits its whole
+            # timeout for 10,000 records, which every output read would count.
+            for msg in drain(reader, 10_000, 0.05):
                 if msg.error() is None:
                     now = time.monotonic()
                     end = orjson.loads(msg.value())["sources"][-1]["offset"] - WARMUP
