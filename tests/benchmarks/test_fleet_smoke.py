@@ -73,8 +73,12 @@ def test_latency_run_times_every_complex_event_and_its_last_hop(tmp_path: Path) 
     # produce call → read); wall and monotonic clocks differ by clock steps only, and
     # CreateTime is whole milliseconds.
     assert run.published[0] >= 0 and run.published[-1] <= run.latencies[-1] + 0.002
+    # Those whose last event came a second or more into the 2 s run: some, not all.
+    assert 0 < len(run.settled) < len(run.latencies) and run.settled == sorted(run.settled)
+    assert not Counter(run.settled) - Counter(run.latencies)
     table = "\n".join(fleet_report.latency_table([("global", run)]))
     assert "published → read p50 / p99 ms" in table and "| largest burst |" in table
+    assert "| p99 after 1 s ms |" in table
     assert table.splitlines()[-1].endswith(
         f" / {run.cores['broker']:.2f} / {run.cores['benchmark']:.2f} |"
     )
