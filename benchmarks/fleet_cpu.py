@@ -55,9 +55,8 @@ from cerfleet.fleet.records import DEFAULT_LIMITS, Rejected, decode_event
 from cerfleet.fleet.registry import QuerySpec, RegistryHistory
 from cerfleet.kept_json import dumps_kept
 from cerfleet.workers.catalog import Catalog
-from cerfleet.workers.outputs import output_key
 from cerfleet.workers.partition import PartitionState, Record
-from cerfleet.workers.query_run import output_record
+from cerfleet.workers.query_run import output_records
 
 ROOT = Path(__file__).resolve().parent.parent
 BATCH = 10_000
@@ -99,8 +98,8 @@ def worker_seconds(
         assert not dead
         if outs:
             at = clock()
-            for out in outs:
-                output_record(keyed, out, output_key(out.ce))
+            for _ in output_records(keyed, outs):
+                pass
             formatting += clock() - at
             outputs += len(outs)
     return clock() - started, outputs, formatting

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from operator import attrgetter
 from typing import Any
 
 import orjson
@@ -49,6 +48,7 @@ from cerfleet.workers.keyed_events import SOURCE_FIELD, STREAM_FIELD, KeyedEvent
 __all__ = [
     "MAX_OUTPUT_BYTES",
     "SOURCE_FIELD",
+    "RecordFormat",
     "origin",
     "output_key",
     "output_value",
@@ -69,9 +69,6 @@ _RECORD = (
 )
 
 
-_RAW = attrgetter("raw")
-
-
 @lru_cache(maxsize=4096)
 def _fixed_fields(query: str, keyed_topic: str, partition: int) -> tuple[bytes, bytes]:
     """The JSON of the fields every output of one query from one keyed partition shares."""
@@ -88,43 +85,66 @@ def output_value(
 ) -> bytes:
     """The output record of ``ce``, read from a keyed partition: each event's source
     comes from its ``SOURCE_FIELD``. Events that kept their bytes (``KeyedEvent``) are
-    written as those bytes, never decoded or re-encoded. The record is formatted in one
-    step: a Kleene burst makes thousands of them from one event, and a document built
-    and serialised per complex event was most of the cost of publishing them.
-    ``key_json``: ``output_key(ce)``, when the caller has it already."""
-    query_json, keyed_json = _fixed_fields(query, keyed_topic, partition)
-    events: Sequence[KeyedEvent] = ce.events  # type: ignore[assignment]
-    try:
-        raws = b",".join(map(_RAW, events))
-        sources = sources_json(events)
-    except AttributeError:  # some restored from a checkpoint: plain mappings
-        raws, sources = _restored(ce.events)
-    if key_json is None:
-        key_json = output_key(ce)
-    # ``start``, ``end`` and ``positions`` are ints (keyed offsets): %d writes them as
-    # orjson does.
-    value = _RECORD % (
-        query_json,
-        b"null" if key_json is None else key_json,
-        ce.start,
-        ce.end,
-        orjson.dumps(ce.positions),
-        keyed_json,
-        raws,
-        sources,
-        b',"truncated":true' if truncated else b"",
-    )
-    if len(value) <= MAX_OUTPUT_BYTES:
-        return value
-    # Rare: shrunk as ``record_value`` does.
-    return record_value(
-        query,
-        {"topic": keyed_topic, "partition": partition},
-        ce,
-        [strip_source(e) for e in loads(b"[%b]" % raws)],
-        loads(b"[%b]" % sources),
-        truncated,
-    )
+    written as those bytes, never decoded or re-encoded. ``key_json``: ``output_key(ce)``,
+    when the caller has it already. Many records of one query: ``RecordFormat``."""
+    return RecordFormat(query, keyed_topic, partition).value(ce, truncated, key_json)
+
+
+class RecordFormat:
+    """The output records of one query from one keyed partition, whose shared fields are
+    formatted once. A record is formatted in one step: a Kleene burst makes thousands of
+    them from one event, and a document built and serialised per complex event was most
+    of the cost of publishing them; per record, the shared fields' cached lookups and the
+    calls around them then took 0.6-0.9 of 3.1 µs (3,069 outputs of one event, nine
+    events each)."""
+
+    __slots__ = ("_keyed_json", "_origin", "_query_json", "keyed_topic", "partition", "query")
+
+    def __init__(self, query: str, keyed_topic: str, partition: int, version: int = 0) -> None:
+        self.query, self.keyed_topic, self.partition = query, keyed_topic, partition
+        self._query_json, self._keyed_json = _fixed_fields(query, keyed_topic, partition)
+        self._origin = _origin_prefix(keyed_topic, partition, query, version)
+
+    def origin(self, seq: int) -> bytes:
+        """The origin tag of output ``seq`` (``origin``) of the query's ``version``."""
+        return self._origin + b"%d" % seq
+
+    def value(
+        self, ce: ComplexEvent, truncated: bool = False, key_json: bytes | None = None
+    ) -> bytes:
+        """``output_value`` of ``ce``."""
+        events: Sequence[KeyedEvent] = ce.events  # type: ignore[assignment]
+        try:
+            raws = b",".join([e.raw for e in events])
+            sources = sources_json(events)
+        except AttributeError:  # some restored from a checkpoint: plain mappings
+            raws, sources = _restored(ce.events)
+        if key_json is None:
+            key_json = output_key(ce)
+        # ``start``, ``end`` and ``positions`` are ints (keyed offsets): %d writes them as
+        # orjson does.
+        value = _RECORD % (
+            self._query_json,
+            b"null" if key_json is None else key_json,
+            ce.start,
+            ce.end,
+            orjson.dumps(ce.positions),
+            self._keyed_json,
+            raws,
+            sources,
+            b',"truncated":true' if truncated else b"",
+        )
+        if len(value) <= MAX_OUTPUT_BYTES:
+            return value
+        # Rare: shrunk as ``record_value`` does.
+        return record_value(
+            self.query,
+            {"topic": self.keyed_topic, "partition": self.partition},
+            ce,
+            [strip_source(e) for e in loads(b"[%b]" % raws)],
+            loads(b"[%b]" % sources),
+            truncated,
+        )
 
 
 def _restored(events: Sequence[Mapping[str, Any]]) -> tuple[bytes, bytes]:

@@ -11,7 +11,7 @@ its state (MATCH_NUMBER) carries over to the next.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from cerfleet.complex_event import ComplexEvent
@@ -20,10 +20,10 @@ from cerfleet.fleet.registry import Registered
 from cerfleet.query import Evaluator
 from cerfleet.rdf.live import LiveRdf
 from cerfleet.workers.lateness import Lateness
-from cerfleet.workers.outputs import origin, output_value
+from cerfleet.workers.outputs import RecordFormat, output_key
 from cerfleet.workers.row_outputs import OMITTED_HEADER, TRUNCATED_HEADER, RowOutputs
 
-__all__ = ["Output", "QueryRun", "numbered", "output_record"]
+__all__ = ["Output", "QueryRun", "numbered", "output_record", "output_records"]
 
 log = logging.getLogger(__name__)
 
@@ -109,22 +109,45 @@ def numbered(
     return outputs, suppressed
 
 
-def output_record(
-    keyed: tuple[str, int], out: Output, key_json: bytes | None = None
-) -> tuple[bytes, list[tuple[str, str | bytes | None]]]:
-    """The value and headers of ``out``'s record, published from the keyed partition
-    ``keyed``: the origin header numbers it (``outputs``). ``key_json``: the record's
-    key (``outputs.output_key``), when the caller has it already."""
-    spec = out.run.entry.spec
+def output_records(
+    keyed: tuple[str, int], outs: Iterable[Output]
+) -> Iterator[tuple[bytes, bytes | None, list[tuple[str, str | bytes | None]]]]:
+    """The value, key and headers of each of ``outs``' records, published from the keyed
+    partition ``keyed``: the origin header numbers it (``outputs``). One batch's outputs
+    come query after query, and a Kleene burst is thousands of outputs of one key in a
+    row: the fields they share are formatted once per query, the key once per key.
+    One at a time: a batch's records kept together until all were made would be young
+    objects enough to set off collections of the garbage collector."""
     topic, partition = keyed
-    headers: list[tuple[str, str | bytes | None]] = [
-        (ORIGIN_HEADER, origin(topic, partition, spec.name, out.run.entry.version, out.seq))
-    ]
-    if out.value is None:
-        value = output_value(spec.name, topic, partition, out.ce, out.truncated, key_json)
-        return value, headers
-    if out.truncated:
-        headers.append((TRUNCATED_HEADER, b"true"))
-    if out.omitted:
-        headers.append((OMITTED_HEADER, ",".join(out.omitted).encode()))
-    return out.value, headers
+    run: QueryRun | None = None
+    fmt = RecordFormat("", topic, partition)
+    last_key: object = _UNSEEN
+    key: bytes | None = None
+    for out in outs:
+        if out.run is not run:
+            run = out.run
+            fmt = RecordFormat(run.entry.spec.name, topic, partition, run.entry.version)
+        ce = out.ce
+        if ce.key is not last_key:
+            last_key = ce.key
+            key = output_key(ce)
+        headers: list[tuple[str, str | bytes | None]] = [(ORIGIN_HEADER, fmt.origin(out.seq))]
+        if out.value is None:
+            yield fmt.value(ce, out.truncated, key), key, headers
+            continue
+        if out.truncated:
+            headers.append((TRUNCATED_HEADER, b"true"))
+        if out.omitted:
+            headers.append((OMITTED_HEADER, ",".join(out.omitted).encode()))
+        yield out.value, key, headers
+
+
+_UNSEEN = object()
+
+
+def output_record(
+    keyed: tuple[str, int], out: Output
+) -> tuple[bytes, list[tuple[str, str | bytes | None]]]:
+    """The value and headers of ``out``'s record (``output_records``)."""
+    value, _, headers = next(output_records(keyed, [out]))
+    return value, headers

@@ -57,10 +57,9 @@ from cerfleet.fleet.topics import TopicError, ensure_topics
 from cerfleet.workers.catalog import Catalog
 from cerfleet.workers.keyed_batch import KeyedBatch, split_by_partition
 from cerfleet.workers.metrics import WorkerMetrics, observe_many
-from cerfleet.workers.outputs import output_key
 from cerfleet.workers.ownership import CheckpointTimeout, Ownership
 from cerfleet.workers.partition import DeadLetter, PartitionState
-from cerfleet.workers.query_run import Output, output_record
+from cerfleet.workers.query_run import Output, QueryRun, output_records
 from cerfleet.workers.suspended import SuspendedQueries, record_suspensions, suspended_status
 
 log = logging.getLogger(__name__)
@@ -310,29 +309,26 @@ class Worker(Ownership):
         producer = self._producer_of(tp)
         produce = producer.produce
         per_query: dict[str, int] = {}
-        # Per output topic: the delivery callback, and the one partition all of this
-        # keyed partition's outputs go to.
-        targets: dict[str, tuple[Callable[[KafkaError | None, Message], None], int]] = {}
-        # A Kleene burst is thousands of outputs of one key in a row: its JSON is made once.
-        last_key: object = None
-        key: bytes | None = None
-        for out in outputs:
-            spec = out.run.entry.spec
-            topic = spec.output_topic
-            target = targets.get(topic)
-            if target is None:
+        # A batch's outputs come query after query: each query's go to one output topic,
+        # to the one partition all of this keyed partition's outputs go to there.
+        run: QueryRun | None = None
+        name, topic, partition, count = "", "", 0, 0
+        on_delivery = self._on_output(tp, topic)
+        for out, (value, key, headers) in zip(outputs, output_records(tp, outputs), strict=True):
+            if out.run is not run:
+                if count:
+                    per_query[name] = per_query.get(name, 0) + count
+                run, name, count = out.run, out.run.name, 0
+                topic = run.entry.spec.output_topic
                 partition = state.partition % self._partition_count(topic)
-                target = targets[topic] = (self._on_output(tp, topic), partition)
-            if out.ce.key is not last_key or key is None:
-                last_key = out.ce.key
-                key = output_key(out.ce)
-            value, headers = output_record(tp, out, key)
+                on_delivery = self._on_output(tp, topic)
             try:
                 # Positional only (``fleet.batching``): one call per output.
-                produce(topic, value, key, target[1], target[0], None, NO_TIMESTAMP, headers)
+                produce(topic, value, key, partition, on_delivery, None, NO_TIMESTAMP, headers)
             except BufferError:  # local queue full: ``_produce`` serves reports and retries
-                self._produce(producer, topic, value, key, headers, target[1], target[0])
-            per_query[spec.name] = per_query.get(spec.name, 0) + 1
+                self._produce(producer, topic, value, key, headers, partition, on_delivery)
+            count += 1
+        per_query[name] = per_query.get(name, 0) + count
         latency = time.monotonic() - received
         for name, count in per_query.items():
             self.metrics.complex_events.labels(name).inc(count)
