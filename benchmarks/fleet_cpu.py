@@ -53,6 +53,7 @@ from benchmarks.fleet_workload import (
 from cerfleet.fleet.groups import groups_of
 from cerfleet.fleet.records import DEFAULT_LIMITS, Rejected, decode_event
 from cerfleet.fleet.registry import QuerySpec, RegistryHistory
+from cerfleet.fleet.settings import WorkerSettings
 from cerfleet.kept_json import dumps_kept
 from cerfleet.workers.catalog import Catalog
 from cerfleet.workers.partition import PartitionState, Record
@@ -88,6 +89,9 @@ def worker_seconds(
         for s in range(0, len(lines), size)
     ]
     state = PartitionState(group.keyed_topic, 0, catalog)
+    # Bounded as a worker's is (and as the embedded count is): a burst of the stock
+    # stream passes the cap on what one event may emit.
+    state.limit(*WorkerSettings().partition_limits())
     keyed = (group.keyed_topic, 0)
     outputs = 0
     formatting = 0.0
