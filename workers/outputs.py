@@ -94,9 +94,9 @@ class RecordFormat:
     """The output records of one query from one keyed partition, whose shared fields are
     formatted once. A record is formatted in one step: a Kleene burst makes thousands of
     them from one event, and a document built and serialised per complex event was most
-    of the cost of publishing them; per record, the shared fields' cached lookups and the
-    calls around them then took 0.6-0.9 of 3.1 µs (3,069 outputs of one event, nine
-    events each)."""
+    of the cost of publishing them; the shared fields' cached lookups and the calls
+    around them then took about 0.6 µs of each record's 2.7 (``benchmarks.fleet_cpu``,
+    the PARTITION BY query: seven events a record)."""
 
     __slots__ = ("_keyed_json", "_origin", "_query_json", "keyed_topic", "partition", "query")
 
