@@ -63,10 +63,10 @@ class LatencyRun:
     published: list[float] = field(repr=False)
     # Of the outputs whose last event was produced ``SETTLED`` seconds or more into the
     # paced phase: their latencies (seconds, ascending). The phase starts with the fleet
-    # idle, and the time merge then waits up to ``merge_end_wait`` for each input
-    # partition read to its end before the others' records pass its last clock (a replay
-    # whose clock runs far ahead of the wall's meets that cap at once): without the
-    # first second, the p99 is the flowing stream's.
+    # idle, and the time merge waits up to ``merge_end_wait`` for each input partition
+    # read to its end that had records before the pause (a replay whose clock runs far
+    # ahead of the wall's meets its cap at once): without the first second, the p99 is
+    # the flowing stream's.
     settled: list[float] = field(repr=False)
     worker_p50: float | None
     worker_p99: float | None

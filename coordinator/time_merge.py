@@ -23,11 +23,10 @@ last clock plus its topic's *slack*, the skew the queries reading it tolerate
 began if that is later. So a partition fetched a little after the others loses none of
 its records to the horizon however fast the stream's clock runs (a replay at 20k
 events/s passes a minute of clock in 60 ms), even with no slack (a PARTITION BY key
-spread over partitions). Once everything has left and nothing came for ``end_wait``,
-the waits of the partitions heard from within ``idle`` seconds begin again with the
-next records (a replay that paused after its first events lost up to 38 records of a
-partition fetched a few ms after the others); one quiet for longer is not waited for
-again, or a partition nobody writes to would hold back each record of a sparse stream.
+spread over partitions). After everything has left and nothing came for ``end_wait``, the
+partitions with a clock heard within ``idle`` seconds are waited for again (a replay
+paused after its first events lost up to 38 records of one fetched a few ms late), not the
+others: one nobody writes to held back a sparse stream, or a warmed-up replay.
 
 A record without a clock goes with the record before it in its partition (first: at
 once). A partition's records leave in offset order: the committed offset is the one after
@@ -159,9 +158,10 @@ class TimeMerge(Generic[T]):
         if not times:
             return
         if self.end_wait > 0 and now - self._busy >= self.end_wait and not self.holding():
-            for other in self._parts.values():  # lacking nothing: waited for again if live
-                if other.at_end and not other.size and self._busy - other.empty_since < self.idle:
-                    other.wait_from = None
+            busy, idle = self._busy, self.idle  # lacking nothing: waited for again if live
+            for o in self._parts.values():
+                if o.at_end and not o.size and o.last > _NO_CLOCK and busy - o.empty_since < idle:
+                    o.wait_from = None
         self._busy = now
         clocks: list[float] = []
         last = part.last

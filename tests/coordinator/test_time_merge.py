@@ -317,18 +317,55 @@ def test_a_partition_quiet_since_assigned_is_waited_for_when_the_others_records_
     # Within the wait's length of b's last records, b's next leave at once.
     merge.push(b, [1], [6.0], now=2.9)
     assert merge.take(now=2.9) == [(b, [1], 0, 1)]
-    # After a pause as long as the wait, a is waited for again, capping at 6.
+    # After a pause as long as the wait, a, which never had a clock, is not waited for
+    # again: nothing of it can fall behind b's clocks.
     merge.push(b, [2], [7.0], now=3.4)
-    assert merge.take(now=3.4) == []
-    assert merge.waiting(3.5) == [a]
-    assert merge.take(now=3.9) == [(b, [2], 0, 1)]
+    assert merge.waiting(3.4) == []
+    assert merge.take(now=3.4) == [(b, [2], 0, 1)]
     # A record without a clock leaves at once; a, still without one, then holds b's
     # next records back for its wait.
     merge.push(a, [0], [None], now=4.0)
     merge.end(a)
     merge.push(b, [3], [8.0], now=4.0)
+    merge.end(b)
     assert merge.take(now=4.0) == [(a, [0], 0, 1)]
     assert merge.take(now=4.5) == [(b, [3], 0, 1)]
+    # Once a has had a clock, it is waited for again after a pause, capping at 8.5.
+    merge.push(a, [1], [8.5], now=4.6)
+    merge.end(a)
+    assert merge.take(now=4.6) == []  # b, heard from, is waited for
+    assert merge.take(now=5.1) == [(a, [1], 0, 1)]
+    merge.push(b, [4], [9.0], now=6.0)
+    merge.end(b)
+    assert merge.take(now=6.0) == []
+    assert merge.waiting(6.1) == [a]
+    assert merge.take(now=6.5) == [(b, [4], 0, 1)]
+
+
+def test_a_partition_never_written_to_is_not_waited_for_when_a_stream_resumes() -> None:
+    """A replay after a warm-up that reached some partitions only, within ``idle`` of the
+    assignment: the partitions never written to do not hold back the resumed stream (each
+    record of the replay's first 0.2 s waited for them); those written to are waited for
+    again until their records come."""
+    merge: TimeMerge[list[int]] = TimeMerge(idle=2.0, end_wait=0.2)
+    merge.slack["in"] = 5.0
+    a, b, empty = ("in", 0), ("in", 1), ("in", 2)
+    merge.assign([a, b, empty], now=0.0)
+    merge.end(empty)
+    merge.push(a, [0], [10.0], now=0.1)
+    merge.push(b, [0], [10.5], now=0.1)
+    merge.end(a)
+    merge.end(b)
+    assert merge.take(now=0.1) == []  # the warm-up waits for the empty one once
+    assert merge.take(now=0.35) == [(a, [0], 0, 1), (b, [0], 0, 1)]
+    # Resumed a second later: a's records come first; b, heard from, is waited for.
+    merge.push(a, [1], [100.0], now=1.3)
+    merge.end(a)
+    assert merge.take(now=1.3) == []
+    assert merge.waiting(1.3) == [b]
+    merge.push(b, [1], [100.5], now=1.31)
+    merge.end(b)
+    assert merge.take(now=1.31) == [(a, [1], 0, 1), (b, [1], 0, 1)]
 
 
 def test_a_stream_that_pauses_is_waited_for_again_when_it_resumes() -> None:
