@@ -186,3 +186,37 @@ def test_near_limits_judges_small_and_large_batches_alike(
     assert near_limits(values * 40, limits) == [
         k * len(values) + i for k in range(40) for i in expected
     ]
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    flat=st.integers(65, 150),
+    others=st.lists(st.tuples(st.integers(0, 150), st.integers(0, 12)), max_size=3),
+    max_bytes=st.integers(0, 20),
+    max_depth=st.integers(0, 8),
+)
+def test_near_limits_finds_a_deep_value_among_flat_ones(
+    flat: int, others: list[tuple[int, int]], max_bytes: int, max_depth: int
+) -> None:
+    # Mostly values with one bracket (flat events), which the whole text's bracket count
+    # clears at once: a deeper one, or a long one, among them is still found.
+    depths = [1] * flat
+    for at, depth in others:
+        depths.insert(at % len(depths), depth)
+    values = [b"{" + b"[" * (d - 1) + b"x" * (d % 5) if d else b"7" for d in depths]
+    limits = RecordLimits(max_bytes=max_bytes, max_depth=max_depth)
+    expected = [
+        i
+        for i, v in enumerate(values)
+        if len(v) > max_bytes or v.count(b"[") + v.count(b"{") > max_depth
+    ]
+    assert near_limits(values, limits) == expected
+
+
+def test_near_limits_clears_flat_events_by_their_count_and_finds_one_too_deep() -> None:
+    flat = [b'{"type":"BUY","price":%d}' % i for i in range(1_000)]
+    limits = RecordLimits(max_bytes=100, max_depth=3)
+    assert near_limits(flat, limits) == []
+    deep = b'{"a":[[{"b":1}]]}'  # four brackets
+    assert near_limits([*flat[:500], deep, *flat[500:]], limits) == [500]
+    assert near_limits([*flat, b'{"a":"%b"}' % (b"x" * 100)], limits) == [1_000]
