@@ -139,11 +139,16 @@ def test_balanced_desks_share_the_keyed_partitions_as_the_coordinator_routes() -
 
 
 def test_counted_at_start_leaves_the_first_batch_out_of_the_window() -> None:
-    samples = [(0.0, (0.0, 0.0)), (1.0, (0.0, 0.0)), (2.0, (5.0, 1.0)), (3.0, (9.0, 2.0))]
+    samples = [(0.0, (0.0, 0.0)), (1.0, (0.0, 0.0)), (2.0, (5.0, 1.0)), (3.0, (19.0, 2.0))]
     assert fleet_sampling.active_window(samples) == (1.5, 2.5)
-    assert fleet_sampling.counted_at_start(samples) == (5.0, 1.0)  # 4 records in the window
+    assert fleet_sampling.counted_at_start(samples) == (5.0, 1.0)  # 15 records in the window
     # Everything between two samples: the window is that interval, holding all of it.
     assert fleet_sampling.counted_at_start([(0.0, (0.0,)), (1.0, (7.0,)), (2.0, (7.0,))]) == (0.0,)
+    # Most of it by the first change, a few stragglers later: the window holds all of it
+    # from the sample before the first change, not the stragglers alone from its midpoint.
+    front = [(0.0, (0.0,)), (1.0, (0.0,)), (2.0, (99_990.0,)), (3.0, (99_990.0,)), (4.0, (1e5,))]
+    assert fleet_sampling.active_window(front) == (1.0, 3.5)
+    assert fleet_sampling.counted_at_start(front) == (0.0,)
     run = fleet_throughput.ThroughputRun(
         "q",
         9,
@@ -191,7 +196,7 @@ def test_the_workers_window_is_drawn_on_their_records_alone() -> None:
 
 
 def test_active_window_and_last_change() -> None:
-    samples = [(0.0, (0.0,)), (1.0, (0.0,)), (2.0, (5.0,)), (3.0, (9.0,)), (4.0, (9.0,))]
+    samples = [(0.0, (0.0,)), (1.0, (0.0,)), (2.0, (4.0,)), (3.0, (9.0,)), (4.0, (9.0,))]
     assert fleet_sampling.active_window(samples) == (1.5, 2.5)
     assert fleet_sampling.last_change_time(samples) == 2.5
     # everything between two samples: the whole interval
