@@ -247,6 +247,8 @@ def test_a_batch_is_unframed_as_each_value_alone(parts: list[tuple[bytes, bytes]
         b'[1,["t",0]]{}',  # a source without its offset
         b'["1",["t",0,0]]{}',  # a registry offset that is no integer
         b'[1,["t",0,0],2]]{}',
+        b'[1,["t]",0,0]]{}',  # a "]" before the first "]]": a topic holds none
+        b'[1,["t",0,0] ]]{}',  # the head's "]]" split: its first "]" is not followed
         b"",
     ],
 )
