@@ -9,6 +9,7 @@ the output be written from the bytes the event arrived as, never re-encoded.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, overload
 
@@ -108,23 +109,34 @@ class RawEvents(Sequence[RawEvent]):
     def __getitem__(self, i: int | slice) -> RawEvent | Sequence[RawEvent]:
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(len(self)))]
-        if not self._names:
-            return RawEvent(self._raws[i], _NOTHING_KNOWN)  # one dict fewer per held event
-        # A copy of the row's values: a held event never keeps its whole batch alive.
-        known = {name: column[i] for name, column in zip(self._names, self._values, strict=True)}
-        return RawEvent(self._raws[i], known)
+        return RawEvent(self._raws[i], self.known(i))
 
     def __iter__(self) -> Iterator[RawEvent]:
         # Not Sequence's, which indexes until IndexError: the row path iterates every
         # batch it takes, one event at a time.
+        return map(RawEvent, self._raws, self.knowns())
+
+    def raw(self, i: int) -> bytes:
+        """Event ``i``'s bytes."""
+        return self._raws[i]
+
+    def known(self, i: int) -> dict[str, Any]:
+        """Event ``i``'s decoded values (``RawEvent.known``): a copy of the row's, so a
+        held event never keeps its whole batch alive."""
         if not self._names:
-            return (RawEvent(raw, _NOTHING_KNOWN) for raw in self._raws)
+            return _NOTHING_KNOWN  # one dict fewer per held event
+        return {name: column[i] for name, column in zip(self._names, self._values, strict=True)}
+
+    def raws(self) -> Sequence[bytes]:
+        """Every event's bytes, in order."""
+        return self._raws
+
+    def knowns(self) -> Iterator[dict[str, Any]]:
+        """Every event's ``known`` (see ``known``), in order."""
+        if not self._names:
+            return itertools.repeat(_NOTHING_KNOWN, len(self._raws))
         names = self._names
-        rows = zip(*self._values, strict=True)
-        return (
-            RawEvent(raw, dict(zip(names, row, strict=True)))
-            for raw, row in zip(self._raws, rows, strict=True)
-        )
+        return (dict(zip(names, row, strict=True)) for row in zip(*self._values, strict=True))
 
     def __reduce__(self) -> tuple[Any, ...]:
         raws = self._raws

@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cerfleet.complex_event import ComplexEvent
-from cerfleet.events.raw_event import RawEvent
 from cerfleet.fleet.keyed import ORIGIN_HEADER
 from cerfleet.fleet.registry import NAME_PATTERN
 from cerfleet.workers.keyed_events import KeyedEvent
@@ -112,7 +111,7 @@ def complex_events(draw: st.DrawFn) -> Drawn:
             raw = orjson.dumps(doc)
             if draw(st.booleans()):  # as a producer may have written it
                 raw, canonical = b"{ " + raw[1:], False
-            events.append(KeyedEvent(RawEvent(raw, {}), src))
+            events.append(KeyedEvent(raw, {}, src))
         published.append(doc)
         srcs.append(
             None if src is None else dict(zip(("topic", "partition", "offset"), src, strict=True))
@@ -252,7 +251,7 @@ def test_events_written_from_their_bytes_read_as_re_encoded_ones(
     # The oracle: every event a plain mapping with its source injected.
     plain = tuple({**e} if src is None else {**e, SOURCE_FIELD: list(src)} for e, src, _ in events)
     mixed = tuple(
-        KeyedEvent(RawEvent(b" " + orjson.dumps(e) + b"\n", {}), src) if raw else p
+        KeyedEvent(b" " + orjson.dumps(e) + b"\n", {}, src) if raw else p
         for (e, src, raw), p in zip(events, plain, strict=True)
     )
     positions = tuple(range(len(events)))
