@@ -99,7 +99,7 @@ def decode_rows(
     then empty)."""
     values = batch.values
     # Rows are distinct and in order: as many as the batch's are all of them, the common
-    # case, whose lists are used as they are rather than copied (four per batch).
+    # case, whose lists are used as they are rather than copied (three per batch).
     whole = len(rows) == len(values)
     records = values if whole else [values[i] for i in rows]
     decoded = decoder.decode(records, rows, columns=columns)  # type: ignore[arg-type]

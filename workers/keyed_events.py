@@ -27,7 +27,8 @@ class KeyedEvent(RawEvent):
     batch) with its ``source`` under ``SOURCE_FIELD`` and, when its query maps topics
     to streams, its ``stream`` under ``STREAM_FIELD``. A ``RawEvent`` itself rather than
     one wrapping another: the engine makes one per event it reads, and the second object
-    and the calls between them were half of that (1.4 -> 0.7 µs an event)."""
+    and the calls between them were a fifth of that (``KeyedEvents[i]``, 10,000 events:
+    1.40-1.44 -> 1.11-1.16 µs an event)."""
 
     __slots__ = ("_source_json", "source", "stream")
 
@@ -45,13 +46,6 @@ class KeyedEvent(RawEvent):
         self.source = source
         self.stream = stream
         self._source_json: bytes | None = None
-
-    @classmethod
-    def of(
-        cls, event: RawEvent, source: Sequence[Any] | None, stream: str | None = None
-    ) -> KeyedEvent:
-        """``event`` with its source (and stream)."""
-        return cls(event.raw, dict(event.known), source, stream)
 
     def source_json(self) -> bytes:
         """The source as the output record lists it (kept: a Kleene match's events
