@@ -39,8 +39,10 @@ def test_throughput_run_gives_the_embedded_answer(name: str, tmp_path: Path) -> 
     assert run.keyed_records == 3_000
     assert run.complex_events == want
     assert len(run.worker_rates) == 1 and run.worker_rates[0] > 0
-    # The services serve process_cpu_seconds_total: CPU per event of each process.
-    assert run.route_cpu_us is not None and run.route_cpu_us > 0
+    # The services serve process_cpu_seconds_total: CPU per event of each process. The
+    # counter moves by clock ticks (10 ms), and routing 3,000 events can take less CPU
+    # than one: the coordinator's may read 0 (it did once under the full suite's load).
+    assert run.route_cpu_us is not None and run.route_cpu_us >= 0
     assert run.worker_cpu_us is not None and run.worker_cpu_us > 0
 
 
