@@ -11,6 +11,7 @@ maps input topics to streams, it holds its stream under ``STREAM_FIELD`` the sam
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from functools import lru_cache
 from typing import Any, overload
 
 from cerfleet.events.raw_event import RawEvent, RawEvents
@@ -52,10 +53,7 @@ class KeyedEvent(RawEvent):
         appear in many complex events)."""
         out = self._source_json
         if out is None:
-            src = self.source
-            out = self._source_json = dumps_kept(
-                None if src is None else {"topic": src[0], "partition": src[1], "offset": src[2]}
-            )
+            out = self._source_json = _source_json(self.source)
         return out
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -90,6 +88,27 @@ class KeyedEvent(RawEvent):
 
     def __repr__(self) -> str:
         return f"KeyedEvent({self.raw!r}, {self.source!r})"
+
+
+# A source as JSON, formatted: as orjson writes a dict of these three, in half the time
+# (0.22 against 0.46-0.52 µs an event, timeit best of five).
+_SOURCE = b'{"topic":%b,"partition":%d,"offset":%d}'
+
+
+@lru_cache(maxsize=1024)
+def _topic_json(topic: str) -> bytes:
+    return dumps_kept(topic)
+
+
+def _source_json(src: Sequence[Any] | None) -> bytes:
+    if src is None:
+        return b"null"
+    topic, partition, offset = src[0], src[1], src[2]
+    # Exact types only: a bool is an int that JSON writes otherwise, and a source read
+    # from another writer's headers may hold anything.
+    if type(topic) is str and type(partition) is int and type(offset) is int:
+        return _SOURCE % (_topic_json(topic), partition, offset)
+    return dumps_kept({"topic": topic, "partition": partition, "offset": offset})
 
 
 def sources_json(events: Sequence[KeyedEvent]) -> bytes:

@@ -3,8 +3,12 @@ sources as output records list them."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cerfleet.events.raw_event import RawEvents
 from cerfleet.workers.keyed_events import SOURCE_FIELD, STREAM_FIELD, KeyedEvents, sources_json
@@ -49,3 +53,27 @@ def test_sources_json_joins_each_events_source_as_the_record_lists_it() -> None:
     ]
     assert joined == b",".join(e.source_json() for e in events)
     assert sources_json([]) == b""
+
+
+scalars = st.one_of(
+    st.text(max_size=8),
+    st.integers(-(2**63), 2**63 - 1),
+    st.booleans(),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.none(),
+)
+
+
+@settings(max_examples=500, deadline=None, database=None)
+@given(
+    st.one_of(
+        st.none(),
+        st.tuples(st.text(), st.integers(0, 2**31 - 1), st.integers(-1, 2**63 - 1)),
+        st.lists(scalars, min_size=3, max_size=3),  # as another writer's headers may say
+    )
+)
+def test_a_source_is_written_as_orjson_writes_it(src: tuple[Any, ...] | list[Any] | None) -> None:
+    [event] = KeyedEvents(RawEvents([b"{}"], {}), [src])
+    want = None if src is None else {"topic": src[0], "partition": src[1], "offset": src[2]}
+    assert event.source_json() == orjson.dumps(want)
+    assert orjson.loads(sources_json([event])) == want
