@@ -18,7 +18,14 @@ from cerfleet.events.raw_event import RawEvent, RawEvents
 from cerfleet.fleet.keyed import STREAM_FIELD
 from cerfleet.kept_json import dumps_kept
 
-__all__ = ["SOURCE_FIELD", "STREAM_FIELD", "KeyedEvent", "KeyedEvents", "sources_json"]
+__all__ = [
+    "SOURCE_FIELD",
+    "STREAM_FIELD",
+    "KeyedEvent",
+    "KeyedEvents",
+    "format_source",
+    "sources_json",
+]
 
 SOURCE_FIELD = "@cerfleet.source"
 
@@ -53,7 +60,7 @@ class KeyedEvent(RawEvent):
         appear in many complex events)."""
         out = self._source_json
         if out is None:
-            out = self._source_json = _source_json(self.source)
+            out = self._source_json = format_source(self.source)
         return out
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -100,7 +107,8 @@ def _topic_json(topic: str) -> bytes:
     return dumps_kept(topic)
 
 
-def _source_json(src: Sequence[Any] | None) -> bytes:
+def format_source(src: Sequence[Any] | None) -> bytes:
+    """A source, ``(topic, partition, offset)``, as the output record lists it."""
     if src is None:
         return b"null"
     topic, partition, offset = src[0], src[1], src[2]

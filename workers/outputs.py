@@ -43,7 +43,13 @@ import orjson
 from cerfleet.complex_event import ComplexEvent
 from cerfleet.events.jsonl import loads
 from cerfleet.fleet.keyed import ORIGIN_HEADER, header_items
-from cerfleet.workers.keyed_events import SOURCE_FIELD, STREAM_FIELD, KeyedEvent, sources_json
+from cerfleet.workers.keyed_events import (
+    SOURCE_FIELD,
+    STREAM_FIELD,
+    KeyedEvent,
+    format_source,
+    sources_json,
+)
 
 __all__ = [
     "MAX_OUTPUT_BYTES",
@@ -154,15 +160,12 @@ def _restored(events: Sequence[Mapping[str, Any]]) -> tuple[bytes, bytes]:
     sources = []
     for event in events:
         if type(event) is KeyedEvent:
-            src = event.source
             raws.append(event.raw)
+            sources.append(event.source_json())
         else:
-            src = event.get(SOURCE_FIELD)
             raws.append(orjson.dumps(strip_source(event)))
-        sources.append(
-            None if src is None else {"topic": src[0], "partition": src[1], "offset": src[2]}
-        )
-    return b",".join(raws), orjson.dumps(sources)[1:-1]
+            sources.append(format_source(event.get(SOURCE_FIELD)))
+    return b",".join(raws), b",".join(sources)
 
 
 def record_value(
