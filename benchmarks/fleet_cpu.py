@@ -10,9 +10,10 @@ process, on the fleet benchmark's events and queries:
 
 * **worker**: ``PartitionState.process`` over keyed batches of ``--batch`` records
   (judging, decoding, evaluating, enumerating), then the output record, key and origin
-  tag of every complex event (what is handed to the producer). 10,000 by default, as
-  in a backlog; under a paced load a worker reads a few to a few dozen records at a
-  time, which the engine takes row by row;
+  tag of every complex event (what is handed to the producer). By default the worker's
+  ``batch_size`` (2,000), what it reads at a time from a backlog; under a paced load a
+  worker reads a few to a few dozen records at a time, which the engine takes row by
+  row;
 * **coordinator**: what routing needs of each record, ``--batch`` records at a time:
   its verdict and its group's record key (``KeyExtractor`` where it exists, else
   ``decode_event`` and ``key_of`` per record, as the coordinator did before batches).
@@ -60,7 +61,7 @@ from cerfleet.workers.partition import PartitionState, Record
 from cerfleet.workers.query_run import output_records
 
 ROOT = Path(__file__).resolve().parent.parent
-BATCH = 10_000
+BATCH: int = WorkerSettings.model_fields["batch_size"].default  # a backlog's batch
 PREFIX = "k."
 
 

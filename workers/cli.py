@@ -25,7 +25,7 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--checkpoint-interval", type=float, help="seconds between checkpoints (default 1)"
     )
-    p.add_argument("--batch-size", type=int, help="records per consume call (default 10000)")
+    p.add_argument("--batch-size", type=int, help="records per consume call (default 2000)")
     p.add_argument(
         "--max-outputs-per-event",
         type=int,

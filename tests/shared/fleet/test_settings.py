@@ -50,10 +50,10 @@ def test_defaults() -> None:
     assert s.keyed_topic_prefix == "cerfleet.keyed."
     assert s.dead_letter_topic == "cerfleet.dead-letters"
     assert s.metrics_port is None
-    assert (s.group_id, s.batch_size, s.transactions) == ("cerfleet-workers", 10_000, False)
+    assert (s.group_id, s.batch_size, s.transactions) == ("cerfleet-workers", 2_000, False)
     assert s.checkpoint_interval == 1.0 and s.registry_wait == 30.0
     c = load_settings(CoordinatorSettings, None, {})
-    assert (c.group_id, c.keyed_partitions) == ("cerfleet-coordinator", 8)
+    assert (c.group_id, c.keyed_partitions, c.batch_size) == ("cerfleet-coordinator", 8, 10_000)
 
 
 def test_priority_flags_env_file_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -139,7 +139,7 @@ def test_x_properties_add_to_the_environment(monkeypatch: pytest.MonkeyPatch) ->
         "empty": "",
     }
     assert s.bootstrap_servers == "flag:1"
-    assert s.group_id == "g" and s.batch_size == 10_000
+    assert s.group_id == "g" and s.batch_size == 2_000
     assert s.client_config() == {"bootstrap.servers": "flag:1", **s.kafka}
 
 
