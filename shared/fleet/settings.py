@@ -132,14 +132,14 @@ class WorkerSettings(FleetSettings):
     # Records per consume call: what a worker holds at once while it catches up. Every
     # record of a batch is alive until the batch is evaluated (its message, value, head,
     # decoded attributes), so a smaller batch is likelier to stay in the core's cache (1
-    # MB here; not measured, but Kafka plays no part: see the in-process figures). A 1M-event
-    # backlog of the PARTITION BY query through tansu, six alternating pairs: 166k
-    # events/s at the median with 2,000 against 147k with 10,000 (6.5 against 7.2 µs of
-    # CPU an event); without Kafka (``benchmarks.fleet_cpu``) 4.7-4.9 against 5.4-5.6
-    # µs. 500 and 1,000 did no better than 2,000. Under a paced load a worker reads a few
-    # dozen records at a time, below either. The coordinator keeps 10,000: over 20 input
-    # partitions it routed 281k events/s with 500 and 332k with 1,000, 366-376k with
-    # 2,000 to 10,000.
+    # MB of L2 a core where measured; a guess, but Kafka plays no part: see the figures
+    # without it). A 1M-event backlog of the PARTITION BY query through tansu, six
+    # alternating pairs: 166k events/s at the median with 2,000 against 147k with 10,000
+    # (6.5 against 7.2 µs of CPU an event); without Kafka (``benchmarks.fleet_cpu``)
+    # 4.7-4.9 against 5.4-5.6 µs. 500 and 1,000 did no better than 2,000. Under a paced
+    # load a worker reads a few dozen records at a time, below either. The coordinator
+    # keeps 10,000: over 20 input partitions it routed 281k events/s with 500 and 332k
+    # with 1,000, 366-376k with 2,000 to 10,000.
     batch_size: int = Field(2_000, ge=1)
     transactions: bool = False
     registry_wait: float = Field(30.0, gt=0)
