@@ -25,7 +25,7 @@ TESTS = [
     "test_workers_join_and_leave_in_rounds",
     "test_sigkill_three_times_loses_and_repeats_nothing",
     "test_transactional_workers_survive_a_crash",
-    "test_a_worker_stalled_past_its_session_timeout_repeats_and_loses_nothing",
+    "test_a_stalled_worker_loses_nothing_and_repeats_only_what_it_was_publishing",
     "test_poison_messages_go_to_the_dead_letter_topic",
 ]
 FILE = "tests/workers/test_fleet.py"

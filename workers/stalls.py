@@ -5,6 +5,12 @@ A ticker thread notices the gap; the loop then drops what it fetched or evaluate
 since, puts each partition back to be restored, and restores nothing until the group
 confirms that this member still owns them (same member id, an offset commit
 accepted). Part of ``Ownership``, kept apart for its size.
+
+The main thread does not wait for the ticker's next tick: a last tick older than a
+session timeout says the same (``_stood_still``), so a batch evaluated across the stop
+is dropped, and a batch being published when the process stopped publishes at most one
+more output after it resumes. Without transactions, what a zombie can still repeat is
+that one output and those its producer held, unsent, when it stopped.
 """
 
 from __future__ import annotations
@@ -41,6 +47,10 @@ class StallWatch:
     # Set by the ticker thread; the member id the last rebalance callback saw; the
     # partitions to probe ownership with.
     _stalled: threading.Event
+    # The ticker's last tick (monotonic), and the gap that makes a stall: never one
+    # before the ticker starts.
+    _last_tick: float = float("inf")
+    _stall_limit: float = float("inf")
     _member: str | None
     _suspect: dict[TP, int]
     _registry_stale: bool
@@ -58,6 +68,8 @@ class StallWatch:
 
     def _start_stall_watch(self) -> threading.Event:
         """Starts the ticker thread; setting the event returned stops it."""
+        self._stall_limit = self._session_timeout()
+        self._last_tick = time.monotonic()
         stop = threading.Event()
         threading.Thread(
             target=self._watch_stalls, args=(stop,), name="stall-watch", daemon=True
@@ -67,13 +79,25 @@ class StallWatch:
     def _watch_stalls(self, stop: threading.Event) -> None:
         """A ticker thread: a gap of over a session timeout between its ticks means the
         whole process stood still (SIGSTOP, a VM pause), heartbeats included."""
-        limit = self._session_timeout()
-        last = time.monotonic()
+        limit = self._stall_limit
         while not stop.wait(0.1):
             now = time.monotonic()
-            if now - last > limit:
+            # The flag before the tick: the main thread sees one or the other.
+            if now - self._last_tick > limit:
                 self._stalled.set()
-            last = now
+            self._last_tick = now
+
+    def _stood_still(self) -> bool:
+        """Whether the process stood still for over a session timeout: the ticker saw it,
+        or has not ticked for that long (it resumes with the main thread, not before)."""
+        if self._stalled.is_set():
+            return True
+        now = time.monotonic()
+        if now - self._last_tick > self._stall_limit:
+            self._stalled.set()
+            self._last_tick = now  # seen: the ticker's next tick must not see it again
+            return True
+        return False
 
     def _check_stall(self) -> bool:
         """Whether the partitions may have been lost to a stall (see ``_watch_stalls``).
@@ -82,7 +106,7 @@ class StallWatch:
         goes back to being restored (from its checkpoint and the output tails, once all
         is flushed), and nothing is restored until the group confirms that this member
         still owns them."""
-        if not self._stalled.is_set():
+        if not self._stood_still():
             return False
         self._stalled.clear()
         log.warning("stalled for over a session timeout: the partitions may have moved on")

@@ -42,7 +42,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from cerfleet.fleet.batching import ANY_PARTITION, BATCHED_PRODUCER, NO_TIMESTAMP, drain
+from cerfleet.fleet.batching import BATCHED_PRODUCER, NO_TIMESTAMP, drain, produce_waiting
 from cerfleet.fleet.keyed import (
     ERROR_HEADER,
     QUERY_HEADER,
@@ -172,7 +172,8 @@ class Worker(Ownership):
                     self._retry_blocked()
                 if self._pending:
                     self._restore_pending()
-                if time.monotonic() - last >= s.checkpoint_interval:
+                # Not of the states of a stall that began since the loop's first check.
+                if time.monotonic() - last >= s.checkpoint_interval and not self._check_stall():
                     try:
                         self._checkpoint(periodic=True)
                     except CheckpointTimeout as exc:
@@ -221,7 +222,9 @@ class Worker(Ownership):
             # record counted then sees every complex event they made.
             self.metrics.events_in.labels(tp[0]).inc(len(batch))
             self.metrics.count_batch(before, state.counts())
-            self._emit_all(state, outputs, received)
+            if not self._emit_all(state, outputs, received):
+                self._check_stall()  # drops every partition's state before anything else
+                return
             for letter in dead:
                 self._dead_letter(state, letter)
             if state.suspensions.unrecorded():  # cerfleet.workers.budget
@@ -301,10 +304,12 @@ class Worker(Ownership):
 
     # -- publishing ----------------------------------------------------------------
 
-    def _emit_all(self, state: PartitionState, outputs: list[Output], received: float) -> None:
-        """Hand ``outputs`` to the producer; metrics are counted once per query."""
+    def _emit_all(self, state: PartitionState, outputs: list[Output], received: float) -> bool:
+        """Hand ``outputs`` to the producer; metrics are counted once per query. False when
+        the process stood still meanwhile (``cerfleet.workers.stalls``): the rest of them
+        may be a successor's now, and are not published."""
         if not outputs:
-            return
+            return True
         tp = (state.keyed_topic, state.partition)
         producer = self._producer_of(tp)
         produce = producer.produce
@@ -314,7 +319,11 @@ class Worker(Ownership):
         run: QueryRun | None = None
         name, topic, partition, count = "", "", 0, 0
         on_delivery = self._on_output(tp, topic)
+        monotonic, limit, finished = time.monotonic, self._stall_limit, True
         for out, (value, key, headers) in zip(outputs, output_records(tp, outputs), strict=True):
+            if monotonic() - self._last_tick > limit and self._stood_still():
+                finished = False
+                break
             if out.run is not run:
                 if count:
                     per_query[name] = per_query.get(name, 0) + count
@@ -325,14 +334,16 @@ class Worker(Ownership):
             try:
                 # Positional only (``fleet.batching``): one call per output.
                 produce(topic, value, key, partition, on_delivery, None, NO_TIMESTAMP, headers)
-            except BufferError:  # local queue full: ``_produce`` serves reports and retries
-                self._produce(producer, topic, value, key, headers, partition, on_delivery)
+            except BufferError:  # local queue full: this one waits for room
+                produce_waiting(producer, topic, value, key, partition, on_delivery, headers)
             count += 1
-        per_query[name] = per_query.get(name, 0) + count
+        if count:
+            per_query[name] = per_query.get(name, 0) + count
         latency = time.monotonic() - received
         for name, count in per_query.items():
             self.metrics.complex_events.labels(name).inc(count)
             observe_many(self.metrics.latency.labels(name), latency, count)
+        return finished
 
     def _dead_letter(self, state: PartitionState, letter: DeadLetter) -> None:
         rec = letter.record
@@ -349,34 +360,9 @@ class Worker(Ownership):
         if letter.query is not None:
             headers.append((QUERY_HEADER, letter.query.encode()))
         self.metrics.dead_letters.labels("worker", letter.reason).inc()
-        self._produce(
-            self._producer_of((state.keyed_topic, state.partition)),
-            self.settings.dead_letter_topic,
-            rec.value,
-            rec.key,
-            headers,
-            None,
-            self._on_delivery,
-        )
-
-    def _produce(
-        self,
-        producer: Producer,
-        topic: str,
-        value: bytes | None,
-        key: bytes | None,
-        headers: list[tuple[str, str | bytes | None]],
-        partition: int | None,
-        on_delivery: Callable[[KafkaError | None, Message], None],
-    ) -> None:
-        where = ANY_PARTITION if partition is None else partition
-        while True:
-            try:
-                # Positional only (``fleet.batching``): one call per output.
-                producer.produce(topic, value, key, where, on_delivery, None, NO_TIMESTAMP, headers)
-                return
-            except BufferError:  # local queue full: serve delivery reports, then retry
-                producer.poll(0.05)
+        producer = self._producer_of((state.keyed_topic, state.partition))
+        topic = self.settings.dead_letter_topic
+        produce_waiting(producer, topic, rec.value, rec.key, None, self._on_delivery, headers)
 
     def _on_output(self, tp: TP, topic: str) -> Callable[[KafkaError | None, Message], None]:
         """The delivery callback of the outputs of ``tp`` to ``topic``: it runs once per

@@ -10,9 +10,10 @@ processed: small and immediate under a light load, large under a heavy one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
-from confluent_kafka import Consumer, Message
+from confluent_kafka import Consumer, KafkaError, Message, Producer
 
 __all__ = [
     "ANY_PARTITION",
@@ -22,6 +23,7 @@ __all__ = [
     "NO_TIMESTAMP",
     "by_partition",
     "drain",
+    "produce_waiting",
 ]
 
 # Producers wait this long for more records before sending a batch: librdkafka's and
@@ -97,3 +99,24 @@ def by_partition(msgs: list[Message]) -> dict[tuple[str, int], list[Message]] | 
             run += msgs[start:stop]
         start = stop
     return runs
+
+
+def produce_waiting(
+    producer: Producer,
+    topic: str,
+    value: bytes | None,
+    key: bytes | None,
+    partition: int | None,
+    on_delivery: Callable[[KafkaError | None, Message], None],
+    headers: list[tuple[str, str | bytes | None]] | None,
+) -> None:
+    """``producer.produce``, waiting while the client's local queue is full (serving
+    delivery reports meanwhile) rather than failing: the slow path of the hot loops."""
+    where = ANY_PARTITION if partition is None else partition
+    while True:
+        try:
+            # Positional only: one call per record.
+            producer.produce(topic, value, key, where, on_delivery, None, NO_TIMESTAMP, headers)
+            return
+        except BufferError:
+            producer.poll(0.05)

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 import pytest
+from confluent_kafka import Producer
 
 from benchmarks.datasets import stock, to_dicts
 from benchmarks.fleet_workload import GLOBAL, PARTITIONED
@@ -208,4 +209,74 @@ def test_an_output_topic_that_cannot_be_created_pauses_only_its_partitions(
     assert worker.metric(blocked) == 0
     ok, reason = worker.worker.health()
     assert ok and "paused" not in reason, reason
+    worker.close()
+
+
+class StallingProducer:
+    """The worker's producer, which makes the process look as if it stood still for an
+    hour (its stall ticker's last tick an hour old) during the ``at``-th output to
+    ``topic``, and counts the outputs handed over after that before the worker saw the
+    stall (``leaked``; ``seen`` is set by the test)."""
+
+    def __init__(self, real: Producer, topic: str, at: int) -> None:
+        self.real, self.topic, self.at = real, topic, at
+        self.worker: Worker | None = None
+        self.calls = self.leaked = 0
+        self.stalled = self.seen = False
+
+    def produce(self, topic: str, *args: Any, **kwargs: Any) -> None:
+        if topic == self.topic and self.worker is not None:
+            self.calls += 1
+            self.leaked += self.stalled and not self.seen
+            if self.calls == self.at:
+                self.worker._last_tick -= 3600
+                self.stalled = True
+        self.real.produce(topic, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+def test_a_stall_noticed_while_publishing_stops_the_batch_and_repeats_nothing(
+    fleet: Fleet,
+    start_worker: Callable[[], InProcessWorker],
+    events: list[dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The process stands still in the middle of publishing a batch's outputs: the next
+    output is not published, every partition is restored (the group still says it owns
+    them) and replayed from its checkpoint, and each complex event is published once."""
+    caplog.set_level(logging.INFO, logger="cerfleet.workers.stalls")
+    source = fleet.topic("stock")
+    out = fleet.topic("out-partitioned", 4)
+    register(fleet, "partitioned", PARTITIONED, source, out)
+    made: list[StallingProducer] = []
+
+    def producer(config: dict[str, Any]) -> StallingProducer:
+        made.append(StallingProducer(Producer(config), out, at=20))
+        return made[-1]
+
+    monkeypatch.setattr(worker_module, "Producer", producer)
+    coordinator = fleet.coordinator()
+    # Every record is routed before the worker starts: its first batches are full ones,
+    # each with far more than 20 outputs.
+    fleet.produce(source, lines(events))
+    routed = "cerfleet_coordinator_events_in_total"
+    wait_until(lambda: coordinator.metric(routed) >= len(events), 60, "every event routed")
+    worker = start_worker()
+    (stalling,) = made
+    stalling.worker = worker.worker
+    check_stall = worker.worker._check_stall
+
+    def seeing() -> bool:
+        stalled = check_stall()
+        stalling.seen |= stalled
+        return stalled
+
+    worker.worker._check_stall = seeing  # type: ignore[method-assign]
+    check(fleet.reader(out, 4), PARTITIONED, events, timeout=120)
+    assert stalling.stalled and stalling.seen, "no stall was simulated"
+    assert stalling.leaked == 0, f"{stalling.leaked} outputs published after the stall"
+    assert "still the owner after the stall" in caplog.text
     worker.close()

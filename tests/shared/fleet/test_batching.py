@@ -1,6 +1,7 @@
 """``drain``: a batch is what has arrived, without waiting out the timeout for more; a
-batch split per partition; and the positional order the hot paths call
-``Producer.produce`` in."""
+batch split per partition; the positional order the hot paths call
+``Producer.produce`` in; and ``produce_waiting``, which waits for room in a full local
+queue."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from cerfleet.fleet.batching import (
     NO_TIMESTAMP,
     by_partition,
     drain,
+    produce_waiting,
 )
 from tests.kafka_broker import KafkaBroker
 
@@ -148,3 +150,31 @@ def test_a_batch_is_split_per_partition_in_order(
 def test_a_batch_with_an_error_is_left_to_the_caller() -> None:
     eof = Message(topic="a", partition=0, error=KafkaError(KafkaError._PARTITION_EOF))
     assert by_partition([Message(topic="a", partition=0, offset=0), eof]) is None
+
+
+def test_produce_waiting_waits_for_room_in_a_full_queue(
+    kafka: KafkaBroker, topic_name: Callable[[str], str]
+) -> None:
+    """A local queue of 3 records: plain ``produce`` refuses the 4th, ``produce_waiting``
+    hands over all 200, in order, each to the partition asked for."""
+    topic = topic_name("waiting")
+    kafka.create_topic(topic, 2)
+    producer = Producer({**kafka.client_config(), "queue.buffering.max.messages": "3"})
+    reports: list[tuple[bool, int, bytes]] = []
+
+    def delivered(err: KafkaError | None, msg: Message) -> None:
+        reports.append((err is None, msg.partition(), msg.value()))  # type: ignore[arg-type]
+
+    refused = 0
+    for _ in range(4):
+        try:
+            producer.produce(topic, b"plain", None, 0, delivered, None, NO_TIMESTAMP, None)
+        except BufferError:
+            refused += 1
+    assert refused >= 1
+    assert producer.flush(30) == 0
+    reports.clear()
+    for i in range(200):
+        produce_waiting(producer, topic, str(i).encode(), None, 1, delivered, [("n", b"1")])
+    assert producer.flush(30) == 0
+    assert reports == [(True, 1, str(i).encode()) for i in range(200)]
