@@ -259,10 +259,10 @@ def test_a_stall_noticed_while_publishing_stops_the_batch_and_repeats_nothing(
 
     monkeypatch.setattr(worker_module, "Producer", producer)
     coordinator = fleet.coordinator()
-    # Every record is routed before the worker starts: its first batches are full ones,
-    # each with far more than 20 outputs.
+    # Every record is copied to the keyed topic before the worker starts: its first
+    # batches are full ones, each with far more than 20 outputs.
     fleet.produce(source, lines(events))
-    routed = "cerfleet_coordinator_events_in_total"
+    routed = "cerfleet_coordinator_routed_total"
     wait_until(lambda: coordinator.metric(routed) >= len(events), 60, "every event routed")
     worker = start_worker()
     (stalling,) = made
