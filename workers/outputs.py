@@ -43,6 +43,7 @@ import orjson
 from cerfleet.complex_event import ComplexEvent
 from cerfleet.events.jsonl import loads
 from cerfleet.fleet.keyed import ORIGIN_HEADER, header_items
+from cerfleet.fleet.origins import parse_origin
 from cerfleet.workers.keyed_events import (
     SOURCE_FIELD,
     STREAM_FIELD,
@@ -216,11 +217,6 @@ def _origin_prefix(keyed_topic: str, partition: int, query: str, version: int) -
     """The origin tag up to its ``seq``: a Kleene burst tags thousands of outputs of one
     query from one keyed partition (formatting the whole tag took 0.33 µs a time)."""
     return f"{keyed_topic}:{partition}:{query}:{version}:".encode()
-
-
-def parse_origin(value: bytes) -> tuple[str, int, str, int, int]:
-    topic, partition, query, version, seq = value.decode().split(":")
-    return topic, int(partition), query, int(version), int(seq)
 
 
 def published_seqs(

@@ -173,6 +173,13 @@ def register(subparsers: Any) -> None:
         help="keep waiting for new records until Ctrl-C, like tail -f",
     )
     p.add_argument("--headers", action="store_true", help="print records with their headers")
+    p.add_argument(
+        "--unique",
+        action="store_true",
+        help="print each complex event once: skip an output record whose cerfleet-origin "
+        "header was printed before (a worker that stood still can publish a few outputs "
+        "twice without --transactions)",
+    )
     add_fleet_options(p)
     p.set_defaults(handler=_consume)
 
@@ -321,11 +328,14 @@ def _produce(args: argparse.Namespace) -> int:
 
 def _consume(args: argparse.Namespace) -> int:
     from cerfleet.fleet.clients import consume_topic
+    from cerfleet.fleet.origins import Repeats
 
     settings = _client_settings(args)
     idle = None if args.follow else args.idle_timeout
-    n = consume_topic(settings, args.topic, sys.stdout, args.max, idle, args.headers)
-    print(f"consumed {n} records from {args.topic}", file=sys.stderr)
+    repeats = Repeats() if args.unique else None
+    n = consume_topic(settings, args.topic, sys.stdout, args.max, idle, args.headers, repeats)
+    skipped = "" if repeats is None else f", skipped {repeats.dropped} repeated"
+    print(f"consumed {n} records from {args.topic}{skipped}", file=sys.stderr)
     return 0
 
 

@@ -19,6 +19,7 @@ from confluent_kafka import (
 
 from cerfleet.errors import CerfleetError
 from cerfleet.fleet.keyed import header_items
+from cerfleet.fleet.origins import Repeats
 from cerfleet.fleet.settings import FleetSettings
 from cerfleet.fleet.topics import ensure_topics
 
@@ -82,10 +83,12 @@ def consume_topic(
     max_records: int | None,
     idle_timeout: float | None,
     with_headers: bool,
+    repeats: Repeats | None = None,
 ) -> int:
     """Print ``topic`` from its beginning (all partitions, no consumer group), one record per
     line, until ``max_records``, ``idle_timeout`` seconds without a record (None: wait for
-    more until Ctrl-C) or Ctrl-C."""
+    more until Ctrl-C) or Ctrl-C. With ``repeats``, a complex-event record whose origin
+    was printed before is skipped (and counted there)."""
     consumer = Consumer(
         settings.consumer_config(**{"group.id": "cerfleet-consume", "enable.auto.commit": "false"})
     )
@@ -116,6 +119,8 @@ def consume_topic(
             last = time.monotonic()
             for msg in msgs:
                 if msg.error() is not None:
+                    continue
+                if repeats is not None and repeats.repeat(msg.partition() or 0, header_items(msg)):
                     continue
                 value = msg.value() or b""
                 key = msg.key()

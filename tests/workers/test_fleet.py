@@ -20,6 +20,7 @@ from confluent_kafka.admin import AdminClient
 
 from benchmarks.datasets import stock, to_dicts
 from benchmarks.fleet_workload import GLOBAL, PARTITIONED, QUERIES
+from cerfleet.fleet.origins import Repeats
 from cerfleet.fleet.registry import QuerySpec, write
 from cerfleet.fleet.topics import TopicError, partition_count
 from cerfleet.query import compile_query
@@ -270,6 +271,16 @@ def _zombie_repeats(
         f"{name}: {len(unexplained)} repeats a zombie cannot explain (stopped at "
         f"{stopped_ms} ms, resumed at {resumed_ms}), e.g. {unexplained[:3]}"
     )
+    # A reader dropping records by their origin (`cerfleet consume --unique`) reads each
+    # complex event once.
+    repeats = Repeats()
+    unique = [
+        orjson.loads(m.value())
+        for m in reader.records
+        if not repeats.repeat(m.partition(), m.headers())
+    ]
+    assert delivered(unique, events) == want, name
+    assert repeats.dropped == sum((got - want).values())
     return after_resume
 
 

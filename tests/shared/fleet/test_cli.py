@@ -287,6 +287,29 @@ def test_consume_as_the_readme_runs_it_ends_by_itself(
     assert elapsed < DEFAULT_IDLE_TIMEOUT + 10
 
 
+def test_consume_unique_prints_each_complex_event_once(
+    kafka: KafkaBroker, topic_name: Callable[[str], str]
+) -> None:
+    # An output topic where a stalled worker's copy of seq 1 arrived after its successor's
+    # (README, "Rebalances never stall"), beside another origin's outputs and a record
+    # with no origin at all.
+    topic = topic_name("cli-unique")
+    kafka.create_topic(topic, 1)
+    producer = Producer(kafka.client_config())
+    records = [("k.0:2:q:1", 0), ("k.0:2:q:1", 1), ("k.0:5:q:1", 0), ("k.0:2:q:1", 1)]
+    records += [("k.0:2:q:1", 2), (None, 0), ("k.0:2:q:1", 0)]
+    for i, (origin, seq) in enumerate(records):
+        headers = None if origin is None else [("cerfleet-origin", f"{origin}:{seq}")]
+        producer.produce(topic, value=orjson.dumps({"i": i}), headers=headers)
+    assert producer.flush(10) == 0
+    env = {**os.environ, "CERFLEET_BOOTSTRAP_SERVERS": kafka.bootstrap_servers}
+    command = [sys.executable, "-m", "cerfleet.cli", "consume", topic, "--unique"]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert [orjson.loads(line)["i"] for line in result.stdout.splitlines()] == [0, 1, 2, 4, 5]
+    assert f"consumed 5 records from {topic}, skipped 2 repeated" in result.stderr
+
+
 def test_consume_follow_keeps_waiting(kafka: KafkaBroker, topic_name: Callable[[str], str]) -> None:
     topic = topic_name("cli-follow")
     kafka.create_topic(topic, 1)
