@@ -44,11 +44,11 @@ class StallWatch:
     consumer: Consumer
     _pending: dict[TP, None]
     _txn: dict[TP, Producer]
-    # Set by the ticker thread; the member id the last rebalance callback saw; the
-    # partitions to probe ownership with.
-    _stalled: threading.Event
-    # The ticker's last tick (monotonic), and the gap that makes a stall: never one
-    # before the ticker starts.
+    # A stall seen and not yet handled (a plain flag, set by the ticker thread or the
+    # loop: the publishing loop reads it once an output); the ticker's last tick
+    # (monotonic) and the gap that makes a stall, never one before the ticker starts; the
+    # member id the last rebalance callback saw; the partitions to probe ownership with.
+    _stalled: bool = False
     _last_tick: float = float("inf")
     _stall_limit: float = float("inf")
     _member: str | None
@@ -84,17 +84,17 @@ class StallWatch:
             now = time.monotonic()
             # The flag before the tick: the main thread sees one or the other.
             if now - self._last_tick > limit:
-                self._stalled.set()
+                self._stalled = True
             self._last_tick = now
 
     def _stood_still(self) -> bool:
         """Whether the process stood still for over a session timeout: the ticker saw it,
         or has not ticked for that long (it resumes with the main thread, not before)."""
-        if self._stalled.is_set():
+        if self._stalled:
             return True
         now = time.monotonic()
         if now - self._last_tick > self._stall_limit:
-            self._stalled.set()
+            self._stalled = True
             self._last_tick = now  # seen: the ticker's next tick must not see it again
             return True
         return False
@@ -108,7 +108,7 @@ class StallWatch:
         still owns them."""
         if not self._stood_still():
             return False
-        self._stalled.clear()
+        self._stalled = False
         log.warning("stalled for over a session timeout: the partitions may have moved on")
         try:
             self._flush(time.monotonic() + self.settings.revoke_timeout)

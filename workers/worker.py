@@ -90,7 +90,6 @@ class Worker(Ownership):
         self._blocked: dict[TP, set[str]] = {}
         self._pending: dict[TP, None] = {}
         self._txn: dict[TP, Producer] = {}
-        self._stalled = threading.Event()
         self._member: str | None = None
         self._suspect: dict[TP, int] = {}
         s = settings
@@ -321,7 +320,10 @@ class Worker(Ownership):
         on_delivery = self._on_output(tp, topic)
         monotonic, limit, finished = time.monotonic, self._stall_limit, True
         for out, (value, key, headers) in zip(outputs, output_records(tp, outputs), strict=True):
-            if monotonic() - self._last_tick > limit and self._stood_still():
+            # ``_stood_still``, inline on this hot path: the ticker's flag, or its last
+            # tick too old (the ticker may not have ticked since the process resumed).
+            if self._stalled or monotonic() - self._last_tick > limit:
+                self._stood_still()
                 finished = False
                 break
             if out.run is not run:

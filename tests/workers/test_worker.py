@@ -214,12 +214,15 @@ def test_an_output_topic_that_cannot_be_created_pauses_only_its_partitions(
 
 class StallingProducer:
     """The worker's producer, which makes the process look as if it stood still for an
-    hour (its stall ticker's last tick an hour old) during the ``at``-th output to
-    ``topic``, and counts the outputs handed over after that before the worker saw the
-    stall (``leaked``; ``seen`` is set by the test)."""
+    hour during the ``at``-th output to ``topic``, and counts the outputs handed over
+    after that before the worker saw the stall (``leaked``; ``seen`` is set by the test).
 
-    def __init__(self, real: Producer, topic: str, at: int) -> None:
-        self.real, self.topic, self.at = real, topic, at
+    ``noticed_by`` says how the stall shows: ``"tick"``, the stall ticker's last tick an
+    hour old (it has not ticked since the process resumed); ``"ticker"``, the ticker
+    ticked first and flagged it (its last tick is recent)."""
+
+    def __init__(self, real: Producer, topic: str, at: int, noticed_by: str) -> None:
+        self.real, self.topic, self.at, self.noticed_by = real, topic, at, noticed_by
         self.worker: Worker | None = None
         self.calls = self.leaked = 0
         self.stalled = self.seen = False
@@ -229,7 +232,10 @@ class StallingProducer:
             self.calls += 1
             self.leaked += self.stalled and not self.seen
             if self.calls == self.at:
-                self.worker._last_tick -= 3600
+                if self.noticed_by == "tick":
+                    self.worker._last_tick -= 3600
+                else:
+                    self.worker._stalled, self.worker._last_tick = True, time.monotonic()
                 self.stalled = True
         self.real.produce(topic, *args, **kwargs)
 
@@ -237,12 +243,14 @@ class StallingProducer:
         return getattr(self.real, name)
 
 
+@pytest.mark.parametrize("noticed_by", ["tick", "ticker"])
 def test_a_stall_noticed_while_publishing_stops_the_batch_and_repeats_nothing(
     fleet: Fleet,
     start_worker: Callable[[], InProcessWorker],
     events: list[dict[str, Any]],
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
+    noticed_by: str,
 ) -> None:
     """The process stands still in the middle of publishing a batch's outputs: the next
     output is not published, every partition is restored (the group still says it owns
@@ -254,7 +262,7 @@ def test_a_stall_noticed_while_publishing_stops_the_batch_and_repeats_nothing(
     made: list[StallingProducer] = []
 
     def producer(config: dict[str, Any]) -> StallingProducer:
-        made.append(StallingProducer(Producer(config), out, at=20))
+        made.append(StallingProducer(Producer(config), out, at=20, noticed_by=noticed_by))
         return made[-1]
 
     monkeypatch.setattr(worker_module, "Producer", producer)
