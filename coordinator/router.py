@@ -24,7 +24,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import cast
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from prometheus_client import CollectorRegistry
@@ -42,6 +42,7 @@ from cerfleet.fleet.batching import (
     NO_TIMESTAMP,
     by_partition,
     drain,
+    produce_waiting,
 )
 from cerfleet.fleet.commits import commit_with_retry
 from cerfleet.fleet.groups import Group, groups_by_topic, groups_of
@@ -283,8 +284,17 @@ class Router:
                                 headers,
                             )
                         except BufferError:  # the local queue is full: the slow path waits
-                            stamp = ts if ts_type else None
-                            self._produce(keyed_topic, key, value, headers, stamp)
+                            stamp = ts if ts_type else NO_TIMESTAMP
+                            produce_waiting(
+                                self._producer,
+                                keyed_topic,
+                                value,
+                                key,
+                                None,
+                                delivered,
+                                headers,
+                                stamp,
+                            )
                         routed += 1
                     elif key is None:
                         if i not in rejected:
@@ -313,26 +323,6 @@ class Router:
         extractor = self._extractors.get(topic)
         return extractor is not None and extractor.clock is not None
 
-    def _produce(
-        self,
-        topic: str,
-        key: bytes | None,
-        value: bytes | None,
-        headers: list[tuple[str, str | bytes | None]] | None,
-        timestamp: int | None,
-    ) -> None:
-        kwargs: dict[str, Any] = {"on_delivery": self._delivered}
-        if headers is not None:
-            kwargs["headers"] = headers
-        if timestamp is not None:
-            kwargs["timestamp"] = timestamp
-        while True:
-            try:
-                self._producer.produce(topic, value=value, key=key, **kwargs)
-                return
-            except BufferError:  # the local queue is full: let deliveries drain it
-                self._producer.poll(0.05)
-
     def _delivered(self, err: KafkaError | None, msg: Message) -> None:
         if err is not None and self._failure is None:
             # Committing past a lost copy would lose it for good: stop instead, and let
@@ -348,7 +338,8 @@ class Router:
         ]
         # An oversized value would not fit the dead-letter topic either: headers only.
         value = None if reason == "too_large" else msg.value()
-        self._produce(self.settings.dead_letter_topic, msg.key(), value, headers, None)
+        topic = self.settings.dead_letter_topic
+        produce_waiting(self._producer, topic, value, msg.key(), None, self._delivered, headers)
 
     def _commit(self, only: list[TopicPartition] | None = None) -> None:
         if not self._pending:

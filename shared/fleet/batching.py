@@ -109,14 +109,16 @@ def produce_waiting(
     partition: int | None,
     on_delivery: Callable[[KafkaError | None, Message], None],
     headers: list[tuple[str, str | bytes | None]] | None,
+    timestamp: int = NO_TIMESTAMP,
 ) -> None:
     """``producer.produce``, waiting while the client's local queue is full (serving
-    delivery reports meanwhile) rather than failing: the slow path of the hot loops."""
+    delivery reports meanwhile) rather than failing: the slow path of the hot loops, and
+    the way of the services' other writers."""
     where = ANY_PARTITION if partition is None else partition
     while True:
         try:
             # Positional only: one call per record.
-            producer.produce(topic, value, key, where, on_delivery, None, NO_TIMESTAMP, headers)
+            producer.produce(topic, value, key, where, on_delivery, None, timestamp, headers)
             return
         except BufferError:
             producer.poll(0.05)

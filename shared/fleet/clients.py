@@ -18,6 +18,7 @@ from confluent_kafka import (
 )
 
 from cerfleet.errors import CerfleetError
+from cerfleet.fleet.batching import produce_waiting
 from cerfleet.fleet.keyed import header_items
 from cerfleet.fleet.origins import Repeats
 from cerfleet.fleet.settings import FleetSettings
@@ -60,12 +61,7 @@ def produce_lines(
                 key = None if value is None else str(value).encode()
             except orjson.JSONDecodeError:
                 key = None
-        while True:
-            try:
-                producer.produce(topic, value=line, key=key, on_delivery=delivered)
-                break
-            except BufferError:
-                producer.poll(0.05)
+        produce_waiting(producer, topic, line, key, None, delivered, None)
         n += 1
         if n % 10_000 == 0:
             producer.poll(0)

@@ -25,6 +25,7 @@ import pyarrow as pa
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from cerfleet.errors import CerfleetError
+from cerfleet.fleet.batching import produce_waiting
 from cerfleet.fleet.keyed import ERROR_HEADER, QUERY_HEADER, SRC_HEADER, encode_src
 
 __all__ = [
@@ -119,18 +120,8 @@ def _produce_all(
                     ),
                 ]
             key = keys[i]
-            while True:
-                try:
-                    producer.produce(
-                        topic,
-                        value=cols["value"][i],
-                        key=None if key is None else str(key).encode(),
-                        headers=headers,
-                        on_delivery=delivered,
-                    )
-                    break
-                except BufferError:
-                    producer.poll(0.1)  # the local queue is full: let deliveries drain it
+            key_bytes = None if key is None else str(key).encode()
+            produce_waiting(producer, topic, cols["value"][i], key_bytes, None, delivered, headers)
             produced += 1
         producer.poll(0)
     if producer.flush(120) != 0 or failures:

@@ -9,7 +9,15 @@ import time
 import uuid
 from collections.abc import Callable
 
-from confluent_kafka import TIMESTAMP_CREATE_TIME, Consumer, KafkaError, Message, Producer
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    TIMESTAMP_CREATE_TIME,
+    Consumer,
+    KafkaError,
+    Message,
+    Producer,
+    TopicPartition,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -156,7 +164,8 @@ def test_produce_waiting_waits_for_room_in_a_full_queue(
     kafka: KafkaBroker, topic_name: Callable[[str], str]
 ) -> None:
     """A local queue of 3 records: plain ``produce`` refuses the 4th, ``produce_waiting``
-    hands over all 200, in order, each to the partition asked for."""
+    hands over all 200, in order, each to the partition asked for and with the timestamp
+    given (the coordinator's keyed copies keep their input's)."""
     topic = topic_name("waiting")
     kafka.create_topic(topic, 2)
     producer = Producer({**kafka.client_config(), "queue.buffering.max.messages": "3"})
@@ -175,6 +184,20 @@ def test_produce_waiting_waits_for_room_in_a_full_queue(
     assert producer.flush(30) == 0
     reports.clear()
     for i in range(200):
-        produce_waiting(producer, topic, str(i).encode(), None, 1, delivered, [("n", b"1")])
+        value = str(i).encode()
+        produce_waiting(producer, topic, value, None, 1, delivered, [("n", b"1")], 1_000 + i)
     assert producer.flush(30) == 0
     assert reports == [(True, 1, str(i).encode()) for i in range(200)]
+    # Read back: a delivery report carries the mock broker's own timestamp, not the record's.
+    consumer = _reader(kafka, "waiting")
+    try:
+        consumer.assign([TopicPartition(topic, 1, OFFSET_BEGINNING)])
+        got: dict[bytes, int] = {}
+        deadline = time.monotonic() + 60
+        while len(got) < 200 and time.monotonic() < deadline:
+            for m in drain(consumer, 1000, 1.0):
+                if m.error() is None:
+                    got[m.value()] = m.timestamp()[1]  # type: ignore[index]
+        assert got == {str(i).encode(): 1_000 + i for i in range(200)}
+    finally:
+        consumer.close()
