@@ -10,9 +10,9 @@ its session timeout can publish a few outputs again after its successor has
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 
-from cerfleet.fleet.keyed import ORIGIN_HEADER
+from cerfleet.fleet.keyed import ORIGIN_HEADER, header
 
 __all__ = ["Repeats", "parse_origin"]
 
@@ -45,8 +45,8 @@ class Repeats:
         self._above: dict[Origin, set[int]] = {}
         self.dropped = 0
 
-    def repeat(self, partition: int, headers: Iterable[tuple[str, bytes | None]] | None) -> bool:
-        value = next((v for k, v in headers or () if k == ORIGIN_HEADER and v is not None), None)
+    def repeat(self, partition: int, headers: Sequence[tuple[str, bytes | None]] | None) -> bool:
+        value = header(headers, ORIGIN_HEADER)
         if value is None:
             return False
         try:
