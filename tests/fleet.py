@@ -69,6 +69,17 @@ class Process:
                     total += float(value)
         return total
 
+    def wait_for_metric(self, name: str, timeout: float = 60) -> None:
+        """Until ``name`` is above 0. A fault test strikes a worker once it is at work: a
+        fixed delay struck one, on a quiet machine, before its first assignment, and the
+        test then proved nothing."""
+        deadline = time.monotonic() + timeout
+        while self.metric(name) <= 0:
+            if self.popen.poll() is not None:
+                raise AssertionError(f"{self.name} exited: {self.tail()}")
+            assert time.monotonic() < deadline, f"{self.name}: {name} still 0 after {timeout} s"
+            time.sleep(0.02)
+
     def wait_healthy(self, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

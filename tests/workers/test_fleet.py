@@ -26,6 +26,9 @@ from cerfleet.fleet.topics import TopicError, partition_count
 from cerfleet.query import compile_query
 from tests.fleet import Fleet, Process, TopicReader
 
+PUBLISHED = "cerfleet_complex_events_out_total"
+OWNED = "cerfleet_assigned_partitions"
+
 N_EVENTS = 50_000
 
 # A count window per key.
@@ -151,9 +154,10 @@ def test_sigkill_three_times_loses_and_repeats_nothing(
     workers = [fleet.worker() for _ in range(3)]
     rng = random.Random(5)
     producer = _produce_in_chunks(fleet, source, _lines(events), chunks=10, pause=1.0)
-    for _ in range(3):
+    for kill in range(3):
         time.sleep(rng.uniform(1.0, 3.0))
-        victim = rng.choice([w for w in workers if w.alive()])
+        victim = rng.choice(_at_work(workers))
+        assert kill or producer.is_alive(), "the first kill came after the last records"
         victim.kill()
         workers.remove(victim)
         workers.append(fleet.worker())
@@ -162,12 +166,25 @@ def test_sigkill_three_times_loses_and_repeats_nothing(
     assert sum(w.metric("cerfleet_worker_recoveries_total") for w in workers) > 0
 
 
+def _at_work(workers: list[Process], timeout: float = 60) -> list[Process]:
+    """The live workers that own keyed partitions and have published complex events: a
+    kill then strikes one with state to recover and outputs past its checkpoint."""
+    deadline = time.monotonic() + timeout
+    while True:
+        busy = [w for w in workers if w.alive() and w.metric(OWNED) and w.metric(PUBLISHED)]
+        if busy:
+            return busy
+        assert time.monotonic() < deadline, f"no worker owned and published in {timeout} s"
+        time.sleep(0.05)
+
+
 def test_rebalance_add_two_remove_one(fleet: Fleet, events: list[dict[str, Any]]) -> None:
     source, readers = _setup_with_time(fleet, QUERIES)
     fleet.coordinator()
     first = fleet.worker()
     producer = _produce_in_chunks(fleet, source, _lines(events), chunks=8, pause=1.0)
     time.sleep(1.5)
+    first.wait_for_metric(PUBLISHED)  # the others join a worker at work
     second = fleet.worker()
     third = fleet.worker()
     time.sleep(2.5)
@@ -194,10 +211,7 @@ def test_a_stalled_worker_loses_nothing_and_repeats_only_what_it_was_publishing(
     producer = _produce_in_chunks(fleet, source, _lines(events), chunks=8, pause=1.0)
     # Stopped once it owns partitions and has evaluated and published some of their records
     # (a fixed delay stopped it, on a quiet machine, before its first assignment).
-    deadline = time.monotonic() + 60
-    while zombie.metric("cerfleet_complex_events_out_total") == 0:
-        assert time.monotonic() < deadline, "the second worker published nothing in 60 s"
-        time.sleep(0.02)
+    zombie.wait_for_metric(PUBLISHED)
     zombie.pause()
     assert producer.is_alive(), "the zombie stopped after the last records were produced"
     time.sleep(0.1)
@@ -377,6 +391,8 @@ def test_transactional_workers_survive_a_crash(fleet: Fleet, events: list[dict[s
     second = fleet.worker("--transactions")
     producer = _produce_in_chunks(fleet, source, _lines(events), chunks=6, pause=1.0)
     time.sleep(2.5)
+    first.wait_for_metric(PUBLISHED)  # killed with a transaction to abort, not before
+    assert producer.is_alive(), "the kill came after the last records"
     first.kill()
     fleet.worker("--transactions")
     producer.join()

@@ -160,7 +160,9 @@ def test_a_worker_killed_mid_stream_loses_and_repeats_no_row(fleet: Fleet) -> No
         fleet.produce(a, recs_a[k * size : (k + 1) * size])
         time.sleep(rng.uniform(0.3, 0.8))
         if k in (3, 6):
-            workers.pop().kill()
+            victim = workers.pop()
+            victim.wait_for_metric("cerfleet_complex_events_out_total")
+            victim.kill()
             workers.append(fleet.worker(*slow))
     _check(readers, queries, {a: recs_a}, timeout=240)
     # The successors took over from checkpoints, and replayed past them.
