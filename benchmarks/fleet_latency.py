@@ -3,7 +3,6 @@ target rate, each complex event timed from its last event's produce call to its 
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections import Counter
@@ -20,6 +19,7 @@ from confluent_kafka import (
 )
 
 from benchmarks.datasets import stock, to_dicts
+from benchmarks.fleet_cores import cores_between, cpu_now
 from benchmarks.fleet_processes import FLEET_CONSUMER, PACED_FETCH, FleetRun
 from benchmarks.fleet_sampling import (
     ASSIGNED,
@@ -43,9 +43,7 @@ from benchmarks.fleet_workload import (
     events_for,
     input_partitions,
 )
-from benchmarks.process_cpu import cpu_seconds, threads_cpu
 from cerfleet.fleet.batching import drain
-from cerfleet.fleet.local_broker import LocalBroker
 from cerfleet.kept_json import dumps_kept
 
 
@@ -145,33 +143,8 @@ def paced_produce(
 # (``LatencyRun.settled``).
 SETTLED = 1.0
 
+
 # librdkafka's name for the thread that serves its mock cluster.
-MOCK_THREAD = "rdk:mock"
-
-
-def cpu_now(f: FleetRun) -> dict[str, float | None]:
-    """CPU seconds so far of the run's processes (``/proc``): the coordinator, the first
-    worker, the broker, and this one. The mock's broker is this process's ``rdk:mock``
-    thread, counted as the broker's and not this process's; tansu is a process of its
-    own; an external broker is not known."""
-    broker = getattr(f.broker, "process", None)
-    own = os.times()
-    mine = own.user + own.system
-    if broker is not None:
-        broker_cpu = cpu_seconds(broker.pid)
-    elif isinstance(f.broker, LocalBroker):
-        broker_cpu = threads_cpu(os.getpid(), MOCK_THREAD)
-        mine -= broker_cpu or 0.0
-    else:
-        broker_cpu = None
-    return {
-        "coordinator": None if f.coordinator is None else cpu_seconds(f.coordinator.popen.pid),
-        "worker": cpu_seconds(f.workers[0].popen.pid) if f.workers else None,
-        "broker": broker_cpu,
-        "benchmark": mine,
-    }
-
-
 def run_latency(
     query: str,
     rate: float,
@@ -341,11 +314,6 @@ def run_latency(
         lost=lost,
         late=late,
         largest_burst=max(bursts.values(), default=0),
-        cores={
-            name: None
-            if (a := cpu_before[name]) is None or (b := cpu_after[name]) is None
-            # Over the paced phase: the thread's clock (span) is within the two readings.
-            else (b - a) / (span[1] - span[0])
-            for name in cpu_before
-        },
+        # Over the paced phase: the thread's clock (span) is within the two readings.
+        cores=cores_between(cpu_before, cpu_after, span[1] - span[0]),
     )

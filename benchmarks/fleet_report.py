@@ -64,6 +64,10 @@ class Summary:
         found = [x for r in self.runs if (x := r.worker_cpu_us) is not None]
         return statistics.median(found) if found else None
 
+    def cores(self, role: str) -> float | None:
+        found = [x for r in self.runs if (x := r.cores.get(role)) is not None]
+        return statistics.median(found) if found else None
+
 
 def _us(x: float | None) -> str:
     return "?" if x is None else f"{x:.1f}"
@@ -73,9 +77,10 @@ def throughput_table(summaries: Sequence[Summary]) -> list[str]:
     head = (
         "| query | events | input / keyed partitions | workers | coordinator routing ev/s "
         "| worker ev/s per process | worker runs ev/s | worker start s "
-        "| CPU µs per event: coordinator / worker | complex events (embedded) |"
+        "| CPU µs per event: coordinator / worker | cores: workers / broker / idle "
+        "| complex events (embedded) |"
     )
-    lines = [head, "|---|---:|---:|---:|---:|---:|---|---:|---:|---|"]
+    lines = [head, "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---|"]
     for s in summaries:
         r0 = s.runs[0]
         runs = ", ".join(rate_text(r.per_worker_rate) for r in s.runs)
@@ -86,6 +91,7 @@ def throughput_table(summaries: Sequence[Summary]) -> list[str]:
             f"| {r0.workers} | {rate_text(s.route_rate)} "
             f"| **{rate_text(s.per_worker_rate)}** | {runs} "
             f"| {s.start_seconds:.1f} | {_us(s.route_cpu_us)} / {_us(s.worker_cpu_us)} "
+            f"| {' / '.join(_cores(s.cores(k)) for k in THROUGHPUT_CORES)} "
             f"| {', '.join(f'{o:,}' for o in outputs)} "
             f"({s.expected:,}, {mark}) |"
         )
@@ -121,7 +127,8 @@ def latency_table(runs: Sequence[tuple[str, LatencyRun]]) -> list[str]:
     return lines
 
 
-CORES = ("coordinator", "worker", "broker", "benchmark")
+CORES = ("coordinator", "workers", "broker", "benchmark")
+THROUGHPUT_CORES = ("workers", "broker", "idle")
 
 
 def _cores(value: float | None) -> str:
@@ -187,7 +194,11 @@ def write_markdown(
             "window, are left out of both rates); *start* is worker "
             "processes launched → first record processed (interpreter, group join, recovery). "
             "Metrics sampled every 0.2 s, every 0.05 s before a phase's first record and past "
-            "90% of its records. Complex events: published by the fleet, with the "
+            "90% of its records. Cores: CPU seconds a second over the workers' window "
+            "(`/proc`, `benchmarks.fleet_cores`): every worker process together (all "
+            "threads), the broker (tansu's process, or the mock's `rdk:mock` threads), and "
+            "the machine's idle time; the coordinator's and this process's are in the JSON. "
+            "Complex events: published by the fleet, with the "
             "embedded engine's count over the same events in brackets.",
             "",
             *throughput_table(summaries),
@@ -261,6 +272,7 @@ def write_json(
                         "coordinator_cpu_us_per_event": r.route_cpu_us,
                         "worker_cpu_us_per_event": r.worker_cpu_us,
                         "complex_events": r.complex_events,
+                        "cores": r.cores,
                     }
                     for r in s.runs
                 ],

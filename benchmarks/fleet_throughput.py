@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.fleet_cores import CoresTrace
 from benchmarks.fleet_processes import FleetRun
 from benchmarks.fleet_sampling import (
     COMPLEX_OUT,
@@ -45,6 +46,9 @@ class ThroughputRun:
     # Records counted when the window starts (``counted_at_start``): not in the rates.
     routed_at_start: float = 0.0
     processed_at_start: float = 0.0
+    # Cores each part of the run used over the workers' window (``fleet_cores``): the
+    # workers together, the broker, the coordinator, this process, the machine's idle.
+    cores: dict[str, float | None] = field(default_factory=dict)
 
     @property
     def route_cpu_us(self) -> float | None:
@@ -121,8 +125,12 @@ def run_throughput(
         procs = [f.start_worker() for _ in range(workers)]
 
         work_cpu = CpuTrace()
+        cores = CoresTrace(f)
 
         def read() -> tuple[float, ...]:
+            # Read on both sides of the metrics: a sample's stamp, which may end or start
+            # the window, then lies between two readings.
+            cores.record()
             values: list[float] = []
             seen = []
             for w in procs:
@@ -130,6 +138,7 @@ def run_throughput(
                 seen.append(samples)
                 values += [sum_samples(samples, EVENTS_IN), sum_samples(samples, COMPLEX_OUT)]
             work_cpu.record(seen)
+            cores.record()
             return tuple(values)
 
         settle: dict[str, Any] = {"at": None, "values": None}
@@ -176,6 +185,7 @@ def run_throughput(
         worker_cpu_seconds=work_cpu.between(start, end),
         routed_at_start=counted_at_start(route)[0],
         processed_at_start=processed_at_start,
+        cores=cores.between(start, end),
     )
 
 

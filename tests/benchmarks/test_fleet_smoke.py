@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from confluent_kafka import KafkaError, Message, Producer
 
 from benchmarks import (
+    fleet_cores,
     fleet_latency,
     fleet_processes,
     fleet_report,
@@ -44,6 +46,13 @@ def test_throughput_run_gives_the_embedded_answer(name: str, tmp_path: Path) -> 
     # than one: the coordinator's may read 0 (it did once under the full suite's load).
     assert run.route_cpu_us is not None and run.route_cpu_us >= 0
     assert run.worker_cpu_us is not None and run.worker_cpu_us > 0
+    # Each part's cores over the window: the worker worked, the mock's threads served it,
+    # and together with the idle time no more than the machine has.
+    cores = run.cores
+    assert set(cores) == set(fleet_cores.ROLES)
+    assert cores["workers"] is not None and cores["workers"] > 0
+    assert cores["broker"] is not None and cores["idle"] is not None
+    assert sum(v for v in cores.values() if v is not None) <= (os.cpu_count() or 1) * 1.1
 
 
 def test_latency_run_times_every_complex_event_and_its_last_hop(tmp_path: Path) -> None:
@@ -66,7 +75,7 @@ def test_latency_run_times_every_complex_event_and_its_last_hop(tmp_path: Path) 
     assert run.largest_burst == max(ends.values()) > 1
     # Each process's CPU over the paced phase; the mock's broker is a thread of this
     # process, counted as the broker's.
-    for name in ("coordinator", "worker", "broker", "benchmark"):
+    for name in ("coordinator", "workers", "broker", "benchmark"):
         cores = run.cores[name]
         assert cores is not None and 0 < cores < 4
     assert len(run.published) == len(run.latencies) == run.complex_events

@@ -6,7 +6,7 @@ import os
 import threading
 import time
 
-from benchmarks.fleet_latency import MOCK_THREAD
+from benchmarks.fleet_cores import MOCK_THREAD
 from benchmarks.process_cpu import threads_cpu
 from cerfleet.fleet.local_broker import LocalBroker
 
