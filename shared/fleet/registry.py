@@ -255,7 +255,8 @@ class Registry(RegistryHistory):
         # polling every 50 ms, three idle services' followers cost tansu 0.033 cores
         # (0.004 at 500). ``wait_for`` reads with the other, assigned only while it reads:
         # its ListOffsets and fetch would otherwise queue behind the follower's long poll,
-        # which tansu and the mock hold for the whole wait even when records arrive.
+        # which a broker holds for the whole wait when nothing arrives (the mock, and
+        # tansu at times, even when records do).
         self._consumer = Consumer(config)
         self._consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
         self._reader = Consumer({**config, "fetch.wait.max.ms": "10"})

@@ -347,10 +347,10 @@ def test_catch_up_reads_past_the_followers_long_poll_and_poll_reports_it_once(
     try:
         registry.catch_up()
         assert set(registry.current) == {"a"}
-        # Not queued behind the follower's long poll (500 ms, which tansu and the mock
-        # hold whole): reading through a client of its own took 1-2 ms, behind a 50 ms
-        # poll 50-63. Four writes at different points of the follower's wait: behind it,
-        # each would wait 250 ms on average.
+        # Not queued behind the follower's long poll (500 ms, which the mock holds whole):
+        # reading through a client of its own took 1-2 ms, behind a 50 ms poll 49-63.
+        # Four writes at different points of the follower's wait: behind it, each would
+        # wait 250 ms on average.
         took = []
         for name in ("b", "c", "d", "e"):
             time.sleep(0.13)
