@@ -47,12 +47,16 @@ def test_throughput_run_gives_the_embedded_answer(name: str, tmp_path: Path) -> 
     assert run.route_cpu_us is not None and run.route_cpu_us >= 0
     assert run.worker_cpu_us is not None and run.worker_cpu_us > 0
     # Each part's cores over the window: the worker worked, the mock's threads served it,
-    # and together with the idle time no more than the machine has.
+    # and together with the idle time no more than the machine has, give or take the
+    # clock ticks the counters move by (a few in a window of a few tenths of a second).
     cores = run.cores
-    assert set(cores) == set(fleet_cores.ROLES)
-    assert cores["workers"] is not None and cores["workers"] > 0
-    assert cores["broker"] is not None and cores["idle"] is not None
-    assert sum(v for v in cores.values() if v is not None) <= (os.cpu_count() or 1) * 1.1
+    seen = f"{cores} over {run.worker_seconds:.3f} s"
+    assert set(cores) == set(fleet_cores.ROLES), seen
+    assert cores["workers"] is not None and cores["workers"] > 0, seen
+    assert cores["broker"] is not None and cores["idle"] is not None, seen
+    ticks = 10 / os.sysconf("SC_CLK_TCK")  # a tick or two of each counter
+    total = sum(v for v in cores.values() if v is not None)
+    assert total <= (os.cpu_count() or 1) + ticks / run.worker_seconds, seen
 
 
 def test_latency_run_times_every_complex_event_and_its_last_hop(tmp_path: Path) -> None:
