@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import orjson
@@ -337,60 +337,64 @@ def test_the_registry_topic_is_created_with_unlimited_retention(
     assert {k: described[k].value for k in TOPIC_CONFIG} == TOPIC_CONFIG
 
 
-def test_catch_up_reads_past_the_followers_long_poll_and_poll_reports_it_once(
+@pytest.fixture
+def followed(
     kafka: KafkaBroker, topic_name: Callable[[str], str]
-) -> None:
+) -> Iterator[tuple[Registry, str, dict[str, str]]]:
+    """A registry topic holding query a's record (offset 0), and a Registry following it;
+    with the topic and the client config."""
     topic = topic_name("registry")
     config = kafka.client_config()
     write(config, topic, "a", spec("a"))
     registry = Registry(config, topic)
     try:
-        registry.catch_up()
-        assert set(registry.current) == {"a"}
-        # Not queued behind the follower's long poll (500 ms, which the mock holds whole):
-        # reading through a client of its own took 1-2 ms, behind a 50 ms poll 49-63.
-        # Four writes at different points of the follower's wait: behind it, each would
-        # wait 250 ms on average.
-        took = []
-        for name in ("b", "c", "d", "e"):
-            time.sleep(0.13)
-            write(config, topic, name, spec(name))
-            started = time.monotonic()
-            registry.catch_up()
-            took.append(time.monotonic() - started)
-        assert max(took) < 0.2, took
-        write(config, topic, "a", None)
-        registry.catch_up()
-        assert set(registry.current) == {"b", "c", "d", "e"} and registry.offset == 6
-        # What catch_up applied, the next poll reports, once.
-        assert registry.poll(0.0)
-        deadline = time.monotonic() + 2.0
-        follower = registry._consumer  # its position shows it read the records again
-        while follower.position([TopicPartition(topic, 0)])[0].offset < 6:
-            assert time.monotonic() < deadline, "the follower did not read the records"
-            assert not registry.poll(0.1)
-        # ... and not applied again: the removal of a still stands, nothing changed.
-        assert not registry.poll(0.0)
-        assert set(registry.current) == {"b", "c", "d", "e"}
-        assert [e.version for e in registry.entries()] == [0, 1, 2, 3, 4]
+        yield registry, topic, config
     finally:
         registry.close()
+
+
+def test_catch_up_reads_past_the_followers_long_poll_and_poll_reports_it_once(
+    followed: tuple[Registry, str, dict[str, str]],
+) -> None:
+    registry, topic, config = followed
+    registry.catch_up()
+    assert set(registry.current) == {"a"}
+    # Not queued behind the follower's long poll (500 ms, which the mock holds whole):
+    # reading through a client of its own took 1-2 ms, behind a 50 ms poll 49-63.
+    # Four writes at different points of the follower's wait: behind it, each would
+    # wait 250 ms on average.
+    took = []
+    for name in ("b", "c", "d", "e"):
+        time.sleep(0.13)
+        write(config, topic, name, spec(name))
+        started = time.monotonic()
+        registry.catch_up()
+        took.append(time.monotonic() - started)
+    assert max(took) < 0.2, took
+    write(config, topic, "a", None)
+    registry.catch_up()
+    assert set(registry.current) == {"b", "c", "d", "e"} and registry.offset == 6
+    # What catch_up applied, the next poll reports, once.
+    assert registry.poll(0.0)
+    deadline = time.monotonic() + 2.0
+    follower = registry._consumer  # its position shows it read the records again
+    while follower.position([TopicPartition(topic, 0)])[0].offset < 6:
+        assert time.monotonic() < deadline, "the follower did not read the records"
+        assert not registry.poll(0.1)
+    # ... and not applied again: the removal of a still stands, nothing changed.
+    assert not registry.poll(0.0)
+    assert set(registry.current) == {"b", "c", "d", "e"}
+    assert [e.version for e in registry.entries()] == [0, 1, 2, 3, 4]
 
 
 def test_wait_for_an_offset_never_written_says_how_far_it_read(
-    kafka: KafkaBroker, topic_name: Callable[[str], str]
+    followed: tuple[Registry, str, dict[str, str]],
 ) -> None:
-    topic = topic_name("registry")
-    config = kafka.client_config()
-    write(config, topic, "a", spec("a"))
-    registry = Registry(config, topic)
-    try:
-        with pytest.raises(CerfleetError, match=r"up to offset 5 within 1s \(read up to 1\)"):
-            registry.wait_for(5, 1.0)
-        assert set(registry.current) == {"a"}
-        registry.wait_for(1, 1.0)  # already read: returns at once
-    finally:
-        registry.close()
+    registry = followed[0]
+    with pytest.raises(CerfleetError, match=r"up to offset 5 within 1s \(read up to 1\)"):
+        registry.wait_for(5, 1.0)
+    assert set(registry.current) == {"a"}
+    registry.wait_for(1, 1.0)  # already read: returns at once
 
 
 MR = """SELECT * FROM S MATCH_RECOGNIZE (PARTITION BY k MEASURES COUNT(*) AS n
