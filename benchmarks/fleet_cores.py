@@ -18,6 +18,7 @@ from cerfleet.fleet.local_broker import LocalBroker
 if TYPE_CHECKING:
     from benchmarks.fleet_processes import FleetRun
 
+# librdkafka's name for the thread that serves its mock cluster.
 MOCK_THREAD = "rdk:mock"
 ROLES = ("coordinator", "workers", "broker", "benchmark", "idle")
 

@@ -144,7 +144,6 @@ def paced_produce(
 SETTLED = 1.0
 
 
-# librdkafka's name for the thread that serves its mock cluster.
 def run_latency(
     query: str,
     rate: float,
