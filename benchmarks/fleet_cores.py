@@ -12,6 +12,7 @@ import os
 import time
 from typing import TYPE_CHECKING
 
+from benchmarks.fleet_sampling import around
 from benchmarks.process_cpu import cpu_seconds, threads_cpu
 from cerfleet.fleet.local_broker import LocalBroker
 
@@ -83,9 +84,8 @@ class CoresTrace:
     def between(self, start: float, end: float) -> dict[str, float | None]:
         """From the last reading at or before ``start`` to the first at or after ``end``
         (the window widened to the readings around it); empty without them."""
-        before = [s for s in self.samples if s[0] <= start]
-        after = [s for s in self.samples if s[0] >= end]
-        if not before or not after:
+        found = around(self.samples, start, end)
+        if found is None:
             return {}
-        (t0, a), (t1, b) = before[-1], after[0]
+        (t0, a), (t1, b) = found
         return cores_between(a, b, t1 - t0)

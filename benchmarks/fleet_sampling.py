@@ -6,8 +6,11 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from prometheus_client.parser import text_string_to_metric_families
+
+T = TypeVar("T")
 
 SAMPLE_S = 0.2  # metrics sampling period
 # Near the edges of a throughput phase (before its first record, past 90% of them): each
@@ -42,6 +45,16 @@ def metric_samples(text: str) -> list[tuple[str, dict[str, str], float]]:
         for family in text_string_to_metric_families(text)
         for s in family.samples
     ]
+
+
+def around(
+    readings: Sequence[tuple[float, T]], start: float, end: float
+) -> tuple[tuple[float, T], tuple[float, T]] | None:
+    """The last reading at or before ``start`` and the first at or after ``end`` (a
+    window widened to the readings around it); None without one on either side."""
+    before = [r for r in readings if r[0] <= start]
+    after = [r for r in readings if r[0] >= end]
+    return (before[-1], after[0]) if before and after else None
 
 
 def sum_samples(samples: Sequence[tuple[str, dict[str, str], float]], name: str) -> float:

@@ -18,6 +18,7 @@ from benchmarks.fleet_sampling import (
     ROUTED,
     BenchmarkError,
     active_window,
+    around,
     counted_at_start,
     sample_until,
     sum_samples,
@@ -226,8 +227,8 @@ class CpuTrace:
     def between(self, start: float, end: float) -> float | None:
         """CPU seconds from the last sample at or before ``start`` to the first at or
         after ``end`` (the window widened to the samples around it)."""
-        before = [v for t, v in self.samples if t <= start]
-        after = [v for t, v in self.samples if t >= end]
-        if not before or not after or before[-1] is None or after[0] is None:
+        found = around(self.samples, start, end)
+        if found is None:
             return None
-        return after[0] - before[-1]
+        (_, a), (_, b) = found
+        return None if a is None or b is None else b - a
