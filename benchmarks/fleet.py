@@ -29,13 +29,17 @@ to the last (the last change of that counter or of
 A process counts a batch once it is done, so the first batch's records are counted
 when each window starts, their work before it: they are left out of both rates.
 Interpreter start, group join and partition recovery are not in that window
-(they are reported separately as "start"). The complex events published are
-counted and compared with the embedded engine's answer over the same events.
+(they are reported separately as "start"). *All busy* is the workers' records over
+the samples at which every worker had counted a batch and still had records left: the
+fleet's rate once running, without one worker's earlier start or later end. The
+complex events published are counted and compared with the embedded engine's answer
+over the same events.
 Queries: ``partitioned`` is PARTITION BY [name] (one ticker holds 53% of the events: a
 skewed load), ``global`` has no PARTITION BY (one keyed partition), ``balanced`` is the
-``partitioned`` pattern by ``desk``, a field added to the same events so that each keyed
-partition gets the same share (``balanced_desks``): the workload for scale-out with
-``--workers``. ``both`` runs the first two.
+``partitioned`` pattern by ``desk``, a field that gives each of 16 desks, two on each
+keyed partition (``balanced_desks``), the same sub-stream of the stock events, so that
+every keyed partition gets the same records and the same complex events: the workload
+for scale-out with ``--workers``. ``both`` runs the first two.
 
 **Latency**: with the coordinator and one worker running and idle (partitions
 assigned, warmed up), a producer thread publishes events at ``--rate`` for

@@ -47,6 +47,11 @@ class Summary:
         return statistics.median(r.per_worker_rate for r in self.runs)
 
     @property
+    def busy_per_worker_rate(self) -> float | None:
+        found = [x for r in self.runs if (x := r.busy_per_worker_rate) is not None]
+        return statistics.median(found) if found else None
+
+    @property
     def start_seconds(self) -> float:
         return statistics.median(r.worker_start_seconds for r in self.runs)
 
@@ -69,6 +74,10 @@ class Summary:
         return statistics.median(found) if found else None
 
 
+def _rate_or_unknown(x: float | None) -> str:
+    return "?" if x is None else rate_text(x)
+
+
 def _us(x: float | None) -> str:
     return "?" if x is None else f"{x:.1f}"
 
@@ -76,11 +85,12 @@ def _us(x: float | None) -> str:
 def throughput_table(summaries: Sequence[Summary]) -> list[str]:
     head = (
         "| query | events | input / keyed partitions | workers | coordinator routing ev/s "
-        "| worker ev/s per process | worker runs ev/s | worker start s "
+        "| worker ev/s per process | worker runs ev/s | all busy ev/s per process "
+        "| worker start s "
         "| CPU µs per event: coordinator / worker | cores: workers / broker / idle "
         "| complex events (embedded) |"
     )
-    lines = [head, "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---|"]
+    lines = [head, "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|"]
     for s in summaries:
         r0 = s.runs[0]
         runs = ", ".join(rate_text(r.per_worker_rate) for r in s.runs)
@@ -90,7 +100,8 @@ def throughput_table(summaries: Sequence[Summary]) -> list[str]:
             f"| {s.name} | {r0.events:,} | {r0.input_partitions} / {r0.keyed_partitions} "
             f"| {r0.workers} | {rate_text(s.route_rate)} "
             f"| **{rate_text(s.per_worker_rate)}** | {runs} "
-            f"| {s.start_seconds:.1f} | {_us(s.route_cpu_us)} / {_us(s.worker_cpu_us)} "
+            f"| {_rate_or_unknown(s.busy_per_worker_rate)} | {s.start_seconds:.1f} "
+            f"| {_us(s.route_cpu_us)} / {_us(s.worker_cpu_us)} "
             f"| {' / '.join(_cores(s.cores(k)) for k in THROUGHPUT_CORES)} "
             f"| {', '.join(f'{o:,}' for o in outputs)} "
             f"({s.expected:,}, {mark}) |"
@@ -191,7 +202,9 @@ def write_markdown(
             "records routed over first-to-last routed. Worker: keyed records processed over "
             "first-to-last processed, divided by the number of workers (a batch is counted "
             "once done: the records of the first one counted, whose work precedes the "
-            "window, are left out of both rates); *start* is worker "
+            "window, are left out of both rates); *all busy*: the same over the samples at "
+            "which every worker had counted a batch and still had records left (the fleet "
+            "running, without one worker's earlier start or later end); *start* is worker "
             "processes launched → first record processed (interpreter, group join, recovery). "
             "Metrics sampled every 0.2 s, every 0.05 s before a phase's first record and past "
             "90% of its records. Cores: CPU seconds a second over the workers' window "
@@ -262,12 +275,14 @@ def write_json(
                 "workers": s.runs[0].workers,
                 "coordinator_ev_s": s.route_rate,
                 "worker_ev_s_per_process": s.per_worker_rate,
+                "all_busy_ev_s_per_process": s.busy_per_worker_rate,
                 "runs": [
                     {
                         "coordinator_ev_s": r.route_rate,
                         "workers_ev_s": r.worker_rate,
                         "worker_ev_s_per_process": r.per_worker_rate,
                         "each_worker_ev_s": r.worker_rates,
+                        "all_busy_ev_s_per_process": r.busy_per_worker_rate,
                         "worker_start_s": r.worker_start_seconds,
                         "coordinator_cpu_us_per_event": r.route_cpu_us,
                         "worker_cpu_us_per_event": r.worker_cpu_us,

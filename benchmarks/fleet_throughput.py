@@ -50,6 +50,8 @@ class ThroughputRun:
     # Cores each part of the run used over the workers' window (``fleet_cores``): the
     # workers together, the broker, the coordinator, this process, the machine's idle.
     cores: dict[str, float | None] = field(default_factory=dict)
+    # All workers' records a second while every one of them had work (``all_busy_rate``).
+    busy_rate: float | None = None
 
     @property
     def route_cpu_us(self) -> float | None:
@@ -73,6 +75,10 @@ class ThroughputRun:
     @property
     def per_worker_rate(self) -> float:
         return self.worker_rate / self.workers
+
+    @property
+    def busy_per_worker_rate(self) -> float | None:
+        return None if self.busy_rate is None else self.busy_rate / self.workers
 
 
 def run_throughput(
@@ -187,6 +193,7 @@ def run_throughput(
         routed_at_start=counted_at_start(route)[0],
         processed_at_start=processed_at_start,
         cores=cores.between(start, end),
+        busy_rate=all_busy_rate(work),
     )
 
 
@@ -208,6 +215,21 @@ def worker_window(
             a, b = active_window(own)
             rates.append((own[-1][1][0] - counted_at_start(own)[0]) / (b - a))
     return start, end, sum(counted_at_start(records)), rates
+
+
+def all_busy_rate(work: Sequence[tuple[float, tuple[float, ...]]]) -> float | None:
+    """All workers' records a second over the samples at which every worker had counted
+    a batch and still had records left: the fleet's rate once it runs, without the start
+    of the first worker before the others nor the end of the last after the others
+    (first to last, a run of two lost 0.23 s of its 3.9 s to one worker's later start).
+    None without two such samples (or with a worker that processed nothing)."""
+    records = [(t, v[0::2]) for t, v in work]
+    final = records[-1][1]
+    busy = [(t, v) for t, v in records if all(0 < c < f for c, f in zip(v, final, strict=True))]
+    if len(busy) < 2:
+        return None
+    (t0, v0), (t1, v1) = busy[0], busy[-1]
+    return (sum(v1) - sum(v0)) / (t1 - t0)
 
 
 class CpuTrace:

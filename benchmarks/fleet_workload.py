@@ -18,9 +18,9 @@ PARTITION BY [name] WITHIN 60000 [stock_time] CONSUME BY PARTITION"""
 GLOBAL = """SELECT * FROM S WHERE SELL as a ; BUY as b ; SELL as c
 FILTER a[name = 'INTC'] AND b[name = 'MSFT'] AND c[name = 'INTC']
 WITHIN 3000 [stock_time]"""
-# PARTITION BY [desk]: the stock events spread evenly over desks chosen so that every
-# keyed partition gets the same share (``balanced_desks``): scale-out measured without
-# the one ticker that holds 53% of the stock stream.
+# PARTITION BY [desk]: the same sub-stream of the stock events for every desk, with desks
+# chosen so that every keyed partition gets the same share (``balanced_desks``):
+# scale-out measured without the one ticker that holds 53% of the stock stream.
 BALANCED = """SELECT * FROM S WHERE SELL as s ; BUY+ as b ; SELL as c
 FILTER s[volume >= 2000] AND b[volume >= 2000] AND c[volume >= 2000]
 PARTITION BY [desk] WITHIN 60000 [stock_time] CONSUME BY PARTITION"""
@@ -82,12 +82,16 @@ def balanced_desks(keyed_partitions: int) -> list[int]:
 
 
 def with_desks(events: list[dict[str, Any]], keyed_partitions: int) -> list[dict[str, Any]]:
-    """``events``, each with a desk: a multiplicative hash of its index picks one of the
-    balanced desks, so each has an equal share spread over the whole stream."""
+    """As many events as ``events``: every k-th of them (k the number of balanced desks),
+    each copied once for every desk in turn, so that every desk reads the same sub-stream
+    of the whole stream's span, and every keyed partition does the same work. Desks
+    given a share of the events each (by a hash of their index) read the same number of
+    events but not the same work: of the 1M-event stream's 177,005 complex events, the
+    desks on odd keyed partitions ended 96,610, those on even ones 80,395 (one desk's
+    20,471 hold a burst of 10,000 that one event ends), and of two workers the one with
+    the odd ones finished 0.4 s after the other, in a run of 3.4 s."""
     desks = balanced_desks(keyed_partitions)
-    return [
-        {**e, "desk": desks[(i * 2654435761) % 2**32 % len(desks)]} for i, e in enumerate(events)
-    ]
+    return [{**e, "desk": d} for e in events[:: len(desks)] for d in desks][: len(events)]
 
 
 def events_for(

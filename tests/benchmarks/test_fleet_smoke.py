@@ -148,9 +148,13 @@ def test_balanced_desks_share_the_keyed_partitions_as_the_coordinator_routes() -
     desks = fleet_workload.balanced_desks(8)
     shares = Counter(partition_of[b"[%d]" % d] for d in desks)
     assert shares == dict.fromkeys(range(8), fleet_workload.DESKS_PER_PARTITION)
-    events = fleet_workload.with_desks([{"i": i} for i in range(1_600)], 8)
-    per_desk = Counter(e["desk"] for e in events)
-    assert set(per_desk) == set(desks) and max(per_desk.values()) - min(per_desk.values()) <= 2
+    events = fleet_workload.with_desks([{"i": i} for i in range(1_605)], 8)
+    assert len(events) == 1_605
+    # Every desk reads the same events, in the stream's order, over its whole span.
+    read = {d: [e["i"] for e in events if e["desk"] == d] for d in desks}
+    assert read[desks[0]] == list(range(0, 1_605, 16))
+    assert all(read[d] == read[desks[0]][: len(read[d])] for d in desks)
+    assert {len(r) for r in read.values()} == {100, 101}
 
 
 def test_counted_at_start_leaves_the_first_batch_out_of_the_window() -> None:
@@ -208,6 +212,27 @@ def test_the_workers_window_is_drawn_on_their_records_alone() -> None:
     start, end, at_start, rates = fleet_throughput.worker_window(work, 2)
     assert (start, end, at_start) == (0.5, 1.5, 150.0)
     assert rates == [200.0, 100.0]
+
+
+def test_all_busy_rate_counts_only_while_every_worker_has_records_left() -> None:
+    # Worker 1 (records, outputs) starts a sample before worker 2 and finishes a sample
+    # before it: only the samples at 2.0 and 3.0 find both counted and neither done.
+    work = [
+        (0.0, (0.0, 0.0, 0.0, 0.0)),
+        (1.0, (100.0, 9.0, 0.0, 0.0)),
+        (2.0, (300.0, 9.0, 40.0, 0.0)),
+        (3.0, (500.0, 9.0, 140.0, 0.0)),
+        (4.0, (600.0, 9.0, 240.0, 0.0)),
+        (5.0, (600.0, 9.0, 300.0, 0.0)),
+    ]
+    assert fleet_throughput.all_busy_rate(work) == (640.0 - 340.0) / 1.0
+    # One sample of both busy: no rate. A worker that did nothing: never all busy.
+    assert fleet_throughput.all_busy_rate(work[:2] + work[3:]) is None
+    idle = [(t, (a, b, 0.0, 0.0)) for t, (a, b, _, _) in work]
+    assert fleet_throughput.all_busy_rate(idle) is None
+    # One worker: its own samples between its first batch and its last.
+    alone = [(t, v[:2]) for t, v in work]
+    assert fleet_throughput.all_busy_rate(alone) == (500.0 - 100.0) / 2.0
 
 
 def test_active_window_and_last_change() -> None:
