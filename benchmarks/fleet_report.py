@@ -283,6 +283,7 @@ def write_json(
                         "worker_ev_s_per_process": r.per_worker_rate,
                         "each_worker_ev_s": r.worker_rates,
                         "all_busy_ev_s_per_process": r.busy_per_worker_rate,
+                        "all_busy_cores": r.busy_cores,
                         "worker_start_s": r.worker_start_seconds,
                         "coordinator_cpu_us_per_event": r.route_cpu_us,
                         "worker_cpu_us_per_event": r.worker_cpu_us,

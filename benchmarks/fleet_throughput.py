@@ -50,8 +50,10 @@ class ThroughputRun:
     # Cores each part of the run used over the workers' window (``fleet_cores``): the
     # workers together, the broker, the coordinator, this process, the machine's idle.
     cores: dict[str, float | None] = field(default_factory=dict)
-    # All workers' records a second while every one of them had work (``all_busy_rate``).
+    # All workers' records a second while every one of them had records left
+    # (``all_busy``), and the cores each part used meanwhile.
     busy_rate: float | None = None
+    busy_cores: dict[str, float | None] = field(default_factory=dict)
 
     @property
     def route_cpu_us(self) -> float | None:
@@ -170,6 +172,7 @@ def run_throughput(
             fine=lambda v: min(v[0::2]) == 0 or sum(v[0::2]) >= 0.9 * keyed,
         )
         start, end, processed_at_start, worker_rates = worker_window(work, workers)
+        busy = all_busy(work)
         published = int(sum(work[-1][1][1::2]))
         deadline = time.monotonic() + 30
         while (outputs := f.count(f.output_topic, keyed_partitions)) < published:
@@ -193,7 +196,8 @@ def run_throughput(
         routed_at_start=counted_at_start(route)[0],
         processed_at_start=processed_at_start,
         cores=cores.between(start, end),
-        busy_rate=all_busy_rate(work),
+        busy_rate=None if busy is None else busy[2] / (busy[1] - busy[0]),
+        busy_cores={} if busy is None else cores.between(busy[0], busy[1]),
     )
 
 
@@ -217,19 +221,21 @@ def worker_window(
     return start, end, sum(counted_at_start(records)), rates
 
 
-def all_busy_rate(work: Sequence[tuple[float, tuple[float, ...]]]) -> float | None:
-    """All workers' records a second over the samples at which every worker had counted
-    a batch and still had records left: the fleet's rate once it runs, without the start
-    of the first worker before the others nor the end of the last after the others
-    (first to last, a run of two lost 0.23 s of its 3.9 s to one worker's later start).
-    None without two such samples (or with a worker that processed nothing)."""
+def all_busy(work: Sequence[tuple[float, tuple[float, ...]]]) -> tuple[float, float, float] | None:
+    """The stretch over the samples at which every worker had counted a batch and still
+    had records left, as (start, end, records all workers processed in it): the fleet
+    running, without the start of the first worker before the others nor the end of the
+    last after the others. First to last, a run of two workers on tansu lost 1.1 s of its
+    3.9 s to one worker's later start: tansu often hands a group's second member its
+    partitions a second after the first. None without two such samples a batch or more
+    apart (counters move a batch at a time), or with a worker that processed nothing."""
     records = [(t, v[0::2]) for t, v in work]
     final = records[-1][1]
     busy = [(t, v) for t, v in records if all(0 < c < f for c, f in zip(v, final, strict=True))]
     if len(busy) < 2:
         return None
     (t0, v0), (t1, v1) = busy[0], busy[-1]
-    return (sum(v1) - sum(v0)) / (t1 - t0)
+    return None if v1 == v0 else (t0, t1, sum(v1) - sum(v0))
 
 
 class CpuTrace:

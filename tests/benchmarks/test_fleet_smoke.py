@@ -57,6 +57,10 @@ def test_throughput_run_gives_the_embedded_answer(name: str, tmp_path: Path) -> 
     ticks = 10 / os.sysconf("SC_CLK_TCK")  # a tick or two of each counter
     total = sum(v for v in cores.values() if v is not None)
     assert total <= (os.cpu_count() or 1) + ticks / run.worker_seconds, seen
+    # 3,000 records may go in two batches, too few samples for an all-busy stretch; when
+    # there is one, its cores come with it.
+    assert (run.busy_rate is None) == (run.busy_cores == {})
+    assert run.busy_rate is None or run.busy_rate > 0
 
 
 def test_latency_run_times_every_complex_event_and_its_last_hop(tmp_path: Path) -> None:
@@ -214,7 +218,7 @@ def test_the_workers_window_is_drawn_on_their_records_alone() -> None:
     assert rates == [200.0, 100.0]
 
 
-def test_all_busy_rate_counts_only_while_every_worker_has_records_left() -> None:
+def test_all_busy_counts_only_while_every_worker_has_records_left() -> None:
     # Worker 1 (records, outputs) starts a sample before worker 2 and finishes a sample
     # before it: only the samples at 2.0 and 3.0 find both counted and neither done.
     work = [
@@ -225,14 +229,16 @@ def test_all_busy_rate_counts_only_while_every_worker_has_records_left() -> None
         (4.0, (600.0, 9.0, 240.0, 0.0)),
         (5.0, (600.0, 9.0, 300.0, 0.0)),
     ]
-    assert fleet_throughput.all_busy_rate(work) == (640.0 - 340.0) / 1.0
-    # One sample of both busy: no rate. A worker that did nothing: never all busy.
-    assert fleet_throughput.all_busy_rate(work[:2] + work[3:]) is None
+    assert fleet_throughput.all_busy(work) == (2.0, 3.0, 640.0 - 340.0)
+    # One sample of both busy: no stretch. A worker that did nothing: never all busy.
+    assert fleet_throughput.all_busy(work[:2] + work[3:]) is None
     idle = [(t, (a, b, 0.0, 0.0)) for t, (a, b, _, _) in work]
-    assert fleet_throughput.all_busy_rate(idle) is None
+    assert fleet_throughput.all_busy(idle) is None
+    # Two samples between the same batches: nothing counted, no rate.
+    assert fleet_throughput.all_busy([*work[:3], (2.5, work[2][1]), *work[4:]]) is None
     # One worker: its own samples between its first batch and its last.
     alone = [(t, v[:2]) for t, v in work]
-    assert fleet_throughput.all_busy_rate(alone) == (500.0 - 100.0) / 2.0
+    assert fleet_throughput.all_busy(alone) == (1.0, 3.0, 500.0 - 100.0)
 
 
 def test_active_window_and_last_change() -> None:
