@@ -7,7 +7,7 @@ import datetime
 import os
 import platform
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +32,12 @@ def ms_text(value: float | None) -> str:
     return "-" if value is None else f"{value * 1000:,.1f}"
 
 
+def _median_of_known(values: Iterable[float | None]) -> float | None:
+    """The median of the values a run measured; None if none did."""
+    found = [x for x in values if x is not None]
+    return statistics.median(found) if found else None
+
+
 @dataclass
 class Summary:
     name: str
@@ -48,8 +54,7 @@ class Summary:
 
     @property
     def busy_per_worker_rate(self) -> float | None:
-        found = [x for r in self.runs if (x := r.busy_per_worker_rate) is not None]
-        return statistics.median(found) if found else None
+        return _median_of_known(r.busy_per_worker_rate for r in self.runs)
 
     @property
     def start_seconds(self) -> float:
@@ -61,17 +66,14 @@ class Summary:
 
     @property
     def route_cpu_us(self) -> float | None:
-        found = [x for r in self.runs if (x := r.route_cpu_us) is not None]
-        return statistics.median(found) if found else None
+        return _median_of_known(r.route_cpu_us for r in self.runs)
 
     @property
     def worker_cpu_us(self) -> float | None:
-        found = [x for r in self.runs if (x := r.worker_cpu_us) is not None]
-        return statistics.median(found) if found else None
+        return _median_of_known(r.worker_cpu_us for r in self.runs)
 
     def cores(self, role: str) -> float | None:
-        found = [x for r in self.runs if (x := r.cores.get(role)) is not None]
-        return statistics.median(found) if found else None
+        return _median_of_known(r.cores.get(role) for r in self.runs)
 
 
 def _rate_or_unknown(x: float | None) -> str:
