@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -32,6 +31,7 @@ from benchmarks.fleet_sampling import BenchmarkError, metric_samples, sum_sample
 from benchmarks.fleet_workload import KEYED_PARTITIONS, TIME_FIELD
 from benchmarks.measure import environment
 from cerfleet.fleet.keyed import GroupId
+from cerfleet.fleet.observability import listening_port
 from cerfleet.fleet.registry import QuerySpec, write
 from cerfleet.fleet.settings import WorkerSettings
 
@@ -69,23 +69,19 @@ BATCHED_PRODUCER = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Child:
     """A ``cerfleet`` command in its own process, output to a log file, metrics over HTTP."""
 
     def __init__(self, name: str, args: Sequence[str], env: dict[str, str], log_dir: Path) -> None:
         self.name = name
-        self.port = _free_port()
+        self._port: int | None = None
         self.log_path = log_dir / f"{name}.log"
         self.started = time.monotonic()
         with open(self.log_path, "wb") as log:  # the child keeps its own descriptor
+            # Port 0: the child binds a free port and logs it; one picked here can be
+            # taken by another socket before the child binds it.
             self.popen = subprocess.Popen(
-                [sys.executable, "-m", "cerfleet.cli", *args, "--metrics-port", str(self.port)],
+                [sys.executable, "-m", "cerfleet.cli", *args, "--metrics-port", "0"],
                 env=env,
                 cwd=ROOT,
                 stdin=subprocess.DEVNULL,
@@ -93,7 +89,16 @@ class Child:
                 stderr=subprocess.STDOUT,
             )
 
+    @property
+    def port(self) -> int | None:
+        """The metrics port, once the child's log names it."""
+        if self._port is None:
+            self._port = listening_port(self.tail(limit=1 << 20))
+        return self._port
+
     def _get(self, path: str) -> tuple[int, str]:
+        if self.port is None:
+            return 0, ""
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=2) as r:
                 return int(r.status), r.read().decode()

@@ -87,6 +87,7 @@ def one_run(mode: str, rate: float, seconds: float, log_dir: Path) -> dict[str, 
             "CERFLEET_KEYED_TOPIC_PREFIX": keyed,
             "CERFLEET_DEAD_LETTER_TOPIC": f"{prefix}.dead",
             "CERFLEET_CONSUMER": orjson.dumps({**FLEET_CONSUMER, **PACED_FETCH}).decode(),
+            "CERFLEET_LOG_LEVEL": "INFO",  # the children's logs name their metrics ports
         }
         queries = {"normal": NORMAL, **({"slow": SLOW} if with_slow else {})}
         specs = {

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,32 +23,38 @@ from typing import Any
 import orjson
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
+from cerfleet.fleet.observability import listening_port
 from tests.kafka_broker import KafkaBroker
 
 # Classic-protocol group timing for tests: a rebalance takes about session.timeout.ms.
 FAST_GROUPS = {"session.timeout.ms": "2000", "heartbeat.interval.ms": "300"}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Process:
     def __init__(self, name: str, args: list[str], env: dict[str, str], log_dir: Path) -> None:
         self.name = name
-        self.port = free_port()
+        self._port: int | None = None
         self.log = log_dir / f"{name}.log"
         with open(self.log, "wb") as out:
+            # Port 0: the process binds a free port itself and logs it (a port picked here
+            # was once taken by another socket before a worker bound it, and it exited).
             self.popen = subprocess.Popen(
-                [sys.executable, "-m", "cerfleet.cli", *args, "--metrics-port", str(self.port)],
+                [sys.executable, "-m", "cerfleet.cli", *args, "--metrics-port", "0"],
                 env=env,
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )
 
+    @property
+    def port(self) -> int | None:
+        """The metrics port, once the process's log names it."""
+        if self._port is None:
+            self._port = listening_port(self.tail(n=1 << 20))
+        return self._port
+
     def get(self, path: str) -> tuple[int, str]:
+        if self.port is None:
+            return 0, ""
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=2) as r:
                 return int(r.status), r.read().decode()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,6 +20,20 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, g
 log = logging.getLogger(__name__)
 
 Health = Callable[[], tuple[bool, str]]
+
+_LISTENING = re.compile(r"metrics on :(\d+)/metrics")
+
+
+def listening_port(log_text: str) -> int | None:
+    """The port a process's log says its metrics server took; None before it says so.
+
+    A launcher that runs several services on one host passes ``--metrics-port 0`` and
+    reads the port here. A port picked beforehand (bind to 0, close, pass the number)
+    can be taken by another socket, an outgoing connection's included, before the
+    service binds it, and the service then exits with "Address already in use".
+    """
+    found = _LISTENING.findall(log_text)
+    return int(found[-1]) if found else None
 
 
 def dead_letters_counter(registry: CollectorRegistry) -> Counter:

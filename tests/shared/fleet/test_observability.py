@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -10,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client import CollectorRegistry, Counter
 
-from cerfleet.fleet.observability import MetricsServer
+from cerfleet.fleet.observability import MetricsServer, listening_port
 
 
 class Switch:
@@ -59,6 +60,21 @@ def get(server: MetricsServer, path: str) -> tuple[int, str, str]:
 
 def test_port_zero_picks_a_free_port(server: MetricsServer) -> None:
     assert server.port > 0
+
+
+def test_the_log_names_the_port_a_launcher_reads(
+    registry: CollectorRegistry, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert listening_port("") is None
+    assert listening_port("2026-11-30 worker INFO x: starting\n") is None
+    with caplog.at_level(logging.INFO, logger="cerfleet.fleet.observability"):
+        srv = MetricsServer(registry, lambda: (True, ""), "127.0.0.1", 0).start()
+    try:
+        assert listening_port(caplog.text) == srv.port > 0
+        status, _, _ = get(srv, "/healthz")
+        assert status == 200
+    finally:
+        srv.close()
 
 
 def test_metrics_in_prometheus_text_format(
