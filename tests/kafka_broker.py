@@ -261,10 +261,24 @@ class TansuBroker(KafkaBroker):
     kind = "tansu"
 
     def __init__(self, startup_timeout: float = 30.0) -> None:
-        binary = _tansu_binary()
+        # tansu advertises the port it listens on, so it is picked here, and another
+        # socket (an outgoing connection's too) can take it before tansu binds it:
+        # tansu then exits with AddrInUse, and a new port is tried.
+        for attempt in range(5):
+            try:
+                self._start(self._pick_port(), startup_timeout)
+                return
+            except RuntimeError as exc:
+                if attempt == 4 or "AddrInUse" not in str(exc):
+                    raise
+
+    def _pick_port(self) -> int:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
+            return int(s.getsockname()[1])
+
+    def _start(self, port: int, startup_timeout: float) -> None:
+        binary = _tansu_binary()
         url = f"tcp://127.0.0.1:{port}"
         self.bootstrap_servers = f"127.0.0.1:{port}"
         # A file, not a pipe: nobody drains the broker's log.
