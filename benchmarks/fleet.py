@@ -108,6 +108,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=200_000, help="events per throughput run")
     parser.add_argument("--workers", type=int, default=1, help="worker processes (throughput)")
     parser.add_argument(
+        "--pin-workers",
+        action="store_true",
+        help="throughput: each worker on a core of its own (CPU affinity), as a Kubernetes "
+        "static CPU manager places pods that ask for whole CPUs; the broker, the "
+        "coordinator and this process still run on any core",
+    )
+    parser.add_argument(
         "--rate",
         type=float,
         nargs="+",
@@ -187,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
                         keyed_partitions=args.keyed_partitions,
                         lines=lines,
                         expected=expected,
+                        pinned=args.pin_workers,
                     )
                     runs.append(run)
                     print(

@@ -72,8 +72,16 @@ BATCHED_PRODUCER = {
 class Child:
     """A ``cerfleet`` command in its own process, output to a log file, metrics over HTTP."""
 
-    def __init__(self, name: str, args: Sequence[str], env: dict[str, str], log_dir: Path) -> None:
+    def __init__(
+        self,
+        name: str,
+        args: Sequence[str],
+        env: dict[str, str],
+        log_dir: Path,
+        cores: frozenset[int] | None = None,
+    ) -> None:
         self.name = name
+        self.cores = cores
         self._port: int | None = None
         self.log_path = log_dir / f"{name}.log"
         self.started = time.monotonic()
@@ -87,6 +95,8 @@ class Child:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                # Set before the child starts any thread: every thread it makes inherits it.
+                preexec_fn=None if cores is None else lambda: os.sched_setaffinity(0, cores),
             )
 
     @property
@@ -242,8 +252,14 @@ class FleetRun:
 
     # -- processes --
 
-    def _start(self, name: str, args: Sequence[str], env: dict[str, str]) -> Child:
-        child = Child(name, args, env, self.log_dir)
+    def _start(
+        self,
+        name: str,
+        args: Sequence[str],
+        env: dict[str, str],
+        cores: frozenset[int] | None = None,
+    ) -> Child:
+        child = Child(name, args, env, self.log_dir, cores)
         self.children.append(child)
         return child
 
@@ -258,9 +274,14 @@ class FleetRun:
         self.coordinator = self._start("coordinator", args, env)
         return self.coordinator
 
-    def start_worker(self) -> Child:
-        name = f"worker-{len(self.workers) + 1}"
-        worker = self._start(name, ["worker", "--group-id", self.worker_group], self.env)
+    def start_worker(self, pinned: bool = False) -> Child:
+        """``pinned``: the worker runs on one core of its own (its number among the
+        workers, modulo the cores this process may use), as a Kubernetes static CPU
+        manager places a pod that asks for whole CPUs; everything else still shares them."""
+        usable = sorted(os.sched_getaffinity(0))
+        cores = frozenset({usable[len(self.workers) % len(usable)]}) if pinned else None
+        name, args = f"worker-{len(self.workers) + 1}", ["worker", "--group-id", self.worker_group]
+        worker = self._start(name, args, self.env, cores)
         self.workers.append(worker)
         return worker
 

@@ -164,7 +164,8 @@ def write_markdown(
         "",
         f"`{command}` on {datetime.date.today().isoformat()}: "
         + (
-            f"throughput on {args.events:,} events, {args.runs} run(s), {args.workers} worker(s); "
+            f"throughput on {args.events:,} events, {args.runs} run(s), {args.workers} worker(s)"
+            + (", each pinned to a core of its own; " if args.pin_workers else "; ")
             if summaries
             else ""
         )
@@ -275,6 +276,7 @@ def write_json(
                 "input_partitions": s.runs[0].input_partitions,
                 "keyed_partitions": s.runs[0].keyed_partitions,
                 "workers": s.runs[0].workers,
+                "workers_pinned": s.runs[0].pinned,
                 "coordinator_ev_s": s.route_rate,
                 "worker_ev_s_per_process": s.per_worker_rate,
                 "all_busy_ev_s_per_process": s.busy_per_worker_rate,

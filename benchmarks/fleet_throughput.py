@@ -54,6 +54,7 @@ class ThroughputRun:
     # (``all_busy``), and the cores each part used meanwhile.
     busy_rate: float | None = None
     busy_cores: dict[str, float | None] = field(default_factory=dict)
+    pinned: bool = False  # each worker on a core of its own (``FleetRun.start_worker``)
 
     @property
     def route_cpu_us(self) -> float | None:
@@ -93,6 +94,7 @@ def run_throughput(
     lines: Sequence[bytes] | None = None,
     expected: int | None = None,
     stall: float = 60.0,
+    pinned: bool = False,
 ) -> ThroughputRun:
     """One throughput run on a fresh broker: produce ``events``, route them all, then
     process them with ``workers`` worker processes. ``expected`` (the embedded engine's
@@ -131,7 +133,7 @@ def run_throughput(
         f.check_retained(f.keyed_topic, keyed_partitions)
 
         started = time.monotonic()
-        procs = [f.start_worker() for _ in range(workers)]
+        procs = [f.start_worker(pinned) for _ in range(workers)]
 
         work_cpu = CpuTrace()
         cores = CoresTrace(f)
@@ -198,6 +200,7 @@ def run_throughput(
         cores=cores.between(start, end),
         busy_rate=None if busy is None else busy[2] / (busy[1] - busy[0]),
         busy_cores={} if busy is None else cores.between(busy[0], busy[1]),
+        pinned=pinned,
     )
 
 

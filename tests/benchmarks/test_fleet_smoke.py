@@ -112,6 +112,23 @@ def test_throughput_runs_leave_the_fleets_fetch_waits_to_the_services(tmp_path: 
     assert consumer == fleet_processes.FLEET_CONSUMER
 
 
+def test_pinned_workers_run_every_thread_on_a_core_of_their_own(tmp_path: Path) -> None:
+    usable = sorted(os.sched_getaffinity(0))
+    with fleet_processes.FleetRun(fleet_workload.GLOBAL, tmp_path, partitions=1) as f:
+        workers = [f.start_worker(pinned=True), f.start_worker(pinned=True), f.start_worker()]
+        for w in workers:
+            w.wait_healthy()  # its Kafka clients' threads have started by now
+        allowed = [_threads_cores(w.popen.pid) for w in workers]
+    want = [{usable[0]}, {usable[1 % len(usable)]}, set(usable)]
+    assert [set().union(*a) for a in allowed] == want
+    assert all(len(a) > 1 and len(set(map(frozenset, a))) == 1 for a in allowed), allowed
+
+
+def _threads_cores(pid: int) -> list[set[int]]:
+    """The cores each thread of ``pid`` may run on."""
+    return [os.sched_getaffinity(int(tid)) for tid in os.listdir(f"/proc/{pid}/task")]
+
+
 def test_fleet_processes_start_from_cached_bytecode(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
