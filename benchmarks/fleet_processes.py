@@ -81,7 +81,6 @@ class Child:
         cores: frozenset[int] | None = None,
     ) -> None:
         self.name = name
-        self.cores = cores
         self._port: int | None = None
         self.log_path = log_dir / f"{name}.log"
         self.started = time.monotonic()
@@ -103,7 +102,8 @@ class Child:
     def port(self) -> int | None:
         """The metrics port, once the child's log names it."""
         if self._port is None:
-            self._port = listening_port(self.tail(limit=1 << 20))
+            with open(self.log_path, "rb") as log:  # the line comes early: read the head
+                self._port = listening_port(log.read(1 << 20).decode(errors="replace"))
         return self._port
 
     def _get(self, path: str) -> tuple[int, str]:

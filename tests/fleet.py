@@ -49,7 +49,8 @@ class Process:
     def port(self) -> int | None:
         """The metrics port, once the process's log names it."""
         if self._port is None:
-            self._port = listening_port(self.tail(n=1 << 20))
+            with open(self.log, "rb") as log:  # the line comes early: read the head
+                self._port = listening_port(log.read(1 << 20).decode(errors="replace"))
         return self._port
 
     def get(self, path: str) -> tuple[int, str]:
