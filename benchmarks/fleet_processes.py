@@ -31,7 +31,7 @@ from benchmarks.fleet_sampling import BenchmarkError, metric_samples, sum_sample
 from benchmarks.fleet_workload import KEYED_PARTITIONS, TIME_FIELD
 from benchmarks.measure import environment
 from cerfleet.fleet.keyed import GroupId
-from cerfleet.fleet.observability import listening_port
+from cerfleet.fleet.observability import logged_port
 from cerfleet.fleet.registry import QuerySpec, write
 from cerfleet.fleet.settings import WorkerSettings
 
@@ -102,8 +102,7 @@ class Child:
     def port(self) -> int | None:
         """The metrics port, once the child's log names it."""
         if self._port is None:
-            with open(self.log_path, "rb") as log:  # the line comes early: read the head
-                self._port = listening_port(log.read(1 << 20).decode(errors="replace"))
+            self._port = logged_port(self.log_path)
         return self._port
 
     def _get(self, path: str) -> tuple[int, str]:

@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from cerfleet.fleet.observability import listening_port
+from cerfleet.fleet.observability import logged_port
 from tests.kafka_broker import KafkaBroker
 
 # Classic-protocol group timing for tests: a rebalance takes about session.timeout.ms.
@@ -49,8 +49,7 @@ class Process:
     def port(self) -> int | None:
         """The metrics port, once the process's log names it."""
         if self._port is None:
-            with open(self.log, "rb") as log:  # the line comes early: read the head
-                self._port = listening_port(log.read(1 << 20).decode(errors="replace"))
+            self._port = logged_port(self.log)
         return self._port
 
     def get(self, path: str) -> tuple[int, str]:

@@ -14,6 +14,7 @@ import re
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
 
@@ -34,6 +35,12 @@ def listening_port(log_text: str) -> int | None:
     """
     found = _LISTENING.findall(log_text)
     return int(found[-1]) if found else None
+
+
+def logged_port(log: Path) -> int | None:
+    """:func:`listening_port` of a log file; the line comes early, so its head is read."""
+    with open(log, "rb") as f:
+        return listening_port(f.read(1 << 20).decode(errors="replace"))
 
 
 def dead_letters_counter(registry: CollectorRegistry) -> Counter:

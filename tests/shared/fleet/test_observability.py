@@ -7,11 +7,12 @@ import logging
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry, Counter
 
-from cerfleet.fleet.observability import MetricsServer, listening_port
+from cerfleet.fleet.observability import MetricsServer, listening_port, logged_port
 
 
 class Switch:
@@ -63,7 +64,7 @@ def test_port_zero_picks_a_free_port(server: MetricsServer) -> None:
 
 
 def test_the_log_names_the_port_a_launcher_reads(
-    registry: CollectorRegistry, caplog: pytest.LogCaptureFixture
+    registry: CollectorRegistry, caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
     assert listening_port("") is None
     assert listening_port("2026-11-30 worker INFO x: starting\n") is None
@@ -71,6 +72,9 @@ def test_the_log_names_the_port_a_launcher_reads(
         srv = MetricsServer(registry, lambda: (True, ""), "127.0.0.1", 0).start()
     try:
         assert listening_port(caplog.text) == srv.port > 0
+        log = tmp_path / "worker.log"
+        log.write_text(caplog.text + "x" * (2 << 20))  # the line first, then 2 MiB more
+        assert logged_port(log) == srv.port
         status, _, _ = get(srv, "/healthz")
         assert status == 200
     finally:
